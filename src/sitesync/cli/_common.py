@@ -1,0 +1,55 @@
+"""Options and helpers shared by command groups."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+
+from sitesync.store import Store, open_store
+
+T = TypeVar("T")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Store: a SQLite file path. Default ./sitesync.db, or SITESYNC_DB.",
+        show_default=False,
+    ),
+]
+
+
+def with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:
+    """Open the store, run ``work`` on it, close it: the sync edge of an async core."""
+
+    async def go() -> T:
+        store = await open_store(db)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def format_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"

@@ -1,0 +1,122 @@
+"""Settings: one class, read from ``sitesync.toml`` (or ``SITESYNC_CONFIG``), ``SITESYNC_*``
+environment variables and command-line flags (highest priority), validated at start-up."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from sitesync.errors import ConfigError
+from sitesync.fetch.base import FetchLimits
+from sitesync.fetch.http import DEFAULT_USER_AGENT
+from sitesync.runs.worker import WorkerOptions
+
+DEFAULT_DB = "sitesync.db"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SITESYNC_", extra="forbid")
+
+    db: str = DEFAULT_DB
+    """Where the store lives: a SQLite file path (the default, ``./sitesync.db``)."""
+
+    concurrency: int = Field(16, ge=1, le=10_000)
+    """Requests in flight at once, over all hosts."""
+
+    per_host_concurrency: int = Field(1, ge=0)
+    """Requests in flight at once on one host; 0 lifts the cap (only for sites you own)."""
+
+    delay: float = Field(1.0, ge=0)
+    """Seconds between the starts of two requests to one host."""
+
+    max_retries: int = Field(3, ge=1, le=100)
+    """Attempts per URL before it is marked failed."""
+
+    lease_seconds: float = Field(60.0, gt=0)
+    """How long a worker holds a task without renewing; a crashed worker's tasks come back
+    after this long."""
+
+    in_flight_limit: int = Field(0, ge=0)
+    """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
+
+    user_agent: str = DEFAULT_USER_AGENT
+    """The User-Agent header: name your crawler and give a contact URL."""
+
+    connect_timeout: float = Field(10.0, gt=0)
+    read_timeout: float = Field(20.0, gt=0)
+    total_timeout: float = Field(60.0, gt=0)
+    max_body_bytes: int = Field(10 * 1024 * 1024, gt=0)
+    """Largest body kept, counted after decompression; larger ones end as ``too_large``."""
+
+    max_redirects: int = Field(10, ge=0)
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> Settings:
+        if self.connect_timeout > self.total_timeout:
+            raise ValueError("connect_timeout must not exceed total_timeout")
+        if self.in_flight_limit and self.in_flight_limit < self.concurrency:
+            raise ValueError("in_flight_limit must be 0 or at least concurrency")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = os.environ.get("SITESYNC_CONFIG", "sitesync.toml")
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=toml_file),
+        )
+
+    def fetch_limits(self) -> FetchLimits:
+        return FetchLimits(
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            total_timeout=self.total_timeout,
+            max_body_bytes=self.max_body_bytes,
+            max_redirects=self.max_redirects,
+        )
+
+    def worker_options(self) -> WorkerOptions:
+        return WorkerOptions(
+            concurrency=self.concurrency,
+            per_host_concurrency=self.per_host_concurrency,
+            per_host_delay=self.delay,
+            lease_seconds=self.lease_seconds,
+            in_flight_limit=self.in_flight_limit,
+        )
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from file, environment and ``overrides`` (flags; None = not given).
+
+    Raises ``ConfigError`` with one line naming the first bad setting.
+    """
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "settings"
+        if where == "settings":
+            raise ConfigError(f"invalid settings: {error['msg']}") from exc
+        env = f"SITESYNC_{where.upper()}"
+        flag = "--" + where.replace("_", "-")
+        raise ConfigError(
+            f"invalid setting {where} ({flag} / {env}): {error['msg']} "
+            f"(got {error.get('input')!r})"
+        ) from exc

@@ -1,0 +1,59 @@
+"""Every error sitesync raises on purpose derives from :class:`SitesyncError`.
+
+The tree::
+
+    SitesyncError
+    ├── ConfigError            a setting or a combination of settings is invalid
+    ├── InvalidURL             a URL cannot be crawled (malformed, not http(s), no host)
+    ├── StoreError             the store could not do what was asked
+    │   ├── StoreLocked        the database stayed locked past busy_timeout
+    │   ├── MigrationError     the schema could not be brought up to date
+    │   ├── RunNotFound        no run has that id
+    │   └── IllegalTransition  a run cannot move from its status to the one asked for
+    └── FetchError             a fetcher could not even produce an outcome (a bug, not a bad server)
+
+Expected outcomes of a fetch (timeouts, refusals, 404s) are values (``FetchOutcome``), not
+exceptions. A completion reported under a lease that has been taken over is a verdict
+(``ReportVerdict.LEASE_LOST``), not an exception either: a late worker is expected, not exceptional.
+"""
+
+from __future__ import annotations
+
+
+class SitesyncError(Exception):
+    """sitesync failed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigError(SitesyncError):
+    """A setting is invalid."""
+
+
+class InvalidURL(SitesyncError):
+    """The URL cannot be crawled."""
+
+
+class StoreError(SitesyncError):
+    """The store failed."""
+
+
+class StoreLocked(StoreError):
+    """The database stayed locked longer than busy_timeout allows."""
+
+
+class MigrationError(StoreError):
+    """The database schema could not be brought up to date."""
+
+
+class RunNotFound(StoreError):
+    """No run has that id."""
+
+
+class IllegalTransition(StoreError):
+    """The run cannot move to that status from the one it is in."""
+
+
+class FetchError(SitesyncError):
+    """The fetcher failed without producing an outcome."""

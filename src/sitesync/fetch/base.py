@@ -1,0 +1,72 @@
+"""What every fetcher returns, and the limits every fetcher enforces.
+
+A fetch never raises for anything a server or the network does: timeouts, refusals, huge
+bodies and 404s are all :class:`FetchOutcome` values on a :class:`FetchResult`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class FetchOutcome(enum.StrEnum):
+    SUCCESS = "success"  # a 2xx/3xx response and its body
+    HTTP_ERROR = "http_error"  # a 4xx/5xx response (see ``status``)
+    BLOCKED = "blocked"  # robots.txt, or 401/403/451
+    UNREACHABLE = "unreachable"  # DNS failure, connection refused or reset
+    TIMEOUT = "timeout"  # connect, read or total timeout
+    TOO_LARGE = "too_large"  # body over ``max_body_bytes`` (after decompression)
+    INVALID = "invalid"  # redirect loop or limit, truncated body, bad encoding, bad URL
+
+
+@dataclass(frozen=True, slots=True)
+class FetchLimits:
+    """Hard limits: a misbehaving server ends in an outcome within these, never a hang."""
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 20.0  # longest silence between two reads
+    total_timeout: float = 60.0  # the whole request, body included
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_redirects: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    url: str
+    outcome: FetchOutcome
+    status: int = 0  # 0 = no HTTP response
+    final_url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None
+    elapsed: float = 0.0
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type in ("text/html", "application/xhtml+xml")
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a later attempt may do better (transient network trouble, 5xx, 429)."""
+        if self.outcome in (FetchOutcome.UNREACHABLE, FetchOutcome.TIMEOUT):
+            return True
+        return self.status == 429 or 500 <= self.status <= 599
+
+
+class Fetcher(Protocol):
+    """Turns a URL into a :class:`FetchResult`. Used as an async context manager."""
+
+    async def fetch(self, url: str) -> FetchResult:
+        """Fetch ``url``; never raises for server or network behaviour."""
+        ...
+
+    async def __aenter__(self) -> Fetcher: ...
+
+    async def __aexit__(self, *exc_info: object) -> None: ...

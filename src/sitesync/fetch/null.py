@@ -1,0 +1,31 @@
+"""A fetcher that never touches the network: for dry runs and tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sitesync.fetch.base import FetchOutcome, FetchResult
+
+
+class NullFetcher:
+    """Answers every URL with ``respond(url)``, or an empty 200 page."""
+
+    def __init__(self, respond: Callable[[str], FetchResult] | None = None) -> None:
+        self._respond = respond
+
+    async def __aenter__(self) -> NullFetcher:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+    async def fetch(self, url: str) -> FetchResult:
+        if self._respond is not None:
+            return self._respond(url)
+        return FetchResult(
+            url=url,
+            outcome=FetchOutcome.SUCCESS,
+            status=200,
+            final_url=url,
+            headers={"content-type": "text/html"},
+        )

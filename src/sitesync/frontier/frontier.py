@@ -1,0 +1,57 @@
+"""The frontier of one run: scoping and dedup in front of the store's task state machine.
+
+Candidates move DISCOVERED → PENDING only through :meth:`Frontier.admit`: a seed and a
+link found in a page take the same path (scope, depth, dedup). The frontier never fetches
+and never parses content; it is handed URLs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sitesync.errors import InvalidURL
+from sitesync.frontier.scope import Scope
+from sitesync.models import NewTask, Run
+from sitesync.store.base import FrontierStore
+from sitesync.urls import normalize_url, url_host
+
+
+class Frontier:
+    def __init__(self, store: FrontierStore, run: Run) -> None:
+        self.store = store
+        self.run_id = run.id
+        seeds = [normalize_url(seed) for seed in run.config.seeds]
+        self.seeds = tuple(dict.fromkeys(seeds))
+        self.scope = Scope.from_config(run.config, frozenset(url_host(s) for s in self.seeds))
+
+    def candidates(self, urls: Iterable[str], *, depth: int) -> list[NewTask]:
+        """Scope already-normalized URLs found at ``depth``; duplicates in the batch dropped."""
+        tasks: list[NewTask] = []
+        seen: set[str] = set()
+        for url in urls:
+            if url in seen:
+                continue
+            seen.add(url)
+            host = url_host(url)
+            if self.scope.admits(url, host, depth):
+                tasks.append(NewTask(url=url, host=host, depth=depth))
+        return tasks
+
+    async def admit(self, urls: Iterable[str], *, depth: int) -> int:
+        """Scope and admit URLs as PENDING; return how many were new to the run."""
+        return await self.store.add_tasks(self.run_id, self.candidates(urls, depth=depth))
+
+    async def seed(self) -> int:
+        """Admit the run's seeds at depth 0 (a no-op for seeds already in the run)."""
+        return await self.admit(self.seeds, depth=0)
+
+
+def normalize_seeds(seeds: Iterable[str]) -> list[str]:
+    """Normalize user-given seeds, raising ``InvalidURL`` naming the first bad one."""
+    normalized = []
+    for seed in seeds:
+        try:
+            normalized.append(normalize_url(seed.strip()))
+        except InvalidURL as exc:
+            raise InvalidURL(f"seed {seed!r} is not a crawlable URL: {exc}") from exc
+    return normalized

@@ -1,0 +1,162 @@
+"""The nouns of sitesync: runs, tasks, leases and what a worker reports back.
+
+Everything here is a frozen value. Stores build them from rows; nothing mutates them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+class RunStatus(enum.StrEnum):
+    QUEUED = "queued"  # created, no worker has started it yet
+    RUNNING = "running"  # workers take tasks
+    PAUSED = "paused"  # workers take no new tasks; state kept
+    COMPLETED = "completed"  # terminal: the frontier drained
+    STOPPED = "stopped"  # terminal until resumed: a user stopped it, in-flight work released
+    CANCELLED = "cancelled"  # terminal: a user cancelled it; never resumed
+    FAILED = "failed"  # terminal: a fatal error, or crashed past its retry budget
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED})
+
+#: Which status a run may move to from each status. Stores enforce this table.
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset(
+        {
+            RunStatus.PAUSED,
+            RunStatus.COMPLETED,
+            RunStatus.STOPPED,
+            RunStatus.CANCELLED,
+            RunStatus.FAILED,
+            RunStatus.QUEUED,  # the watchdog re-queues a crashed run
+        }
+    ),
+    RunStatus.PAUSED: frozenset(
+        {RunStatus.RUNNING, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
+    ),
+    # Resuming a stopped or crashed run puts it back to running; completed and cancelled are final.
+    RunStatus.STOPPED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED}),
+    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+class TaskState(enum.StrEnum):
+    DISCOVERED = "discovered"  # seen in a page or given as a seed; not yet scoped (never stored)
+    PENDING = "pending"  # in scope, waiting for a worker (maybe not before next_eligible_at)
+    ASSIGNED = "assigned"  # leased to one worker until lease_expires_at
+    COMPLETED = "completed"  # an HTTP response was recorded
+    FAILED = "failed"  # gave up after max_retries attempts; last_error says why
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """What a run crawls and how far. Stored with the run so a resume crawls the same thing."""
+
+    seeds: tuple[str, ...]
+    allowed_domains: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_depth: int | None = None
+    max_pages: int | None = None
+    max_retries: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounters:
+    """Exact counters, written in the same transaction as the task transitions that move them."""
+
+    tasks_total: int = 0  # tasks admitted to the frontier (all states)
+    pending: int = 0
+    assigned: int = 0
+    completed: int = 0
+    failed: int = 0
+    pages_fetched: int = 0  # accepted fetch attempts that got an HTTP response
+    bytes_fetched: int = 0
+    retries: int = 0  # failures sent back to PENDING
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: int
+    status: RunStatus
+    config: RunConfig
+    counters: RunCounters
+    created_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    status_reason: str | None = None
+    last_activity_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A URL admitted by scoping, about to enter the frontier as PENDING."""
+
+    url: str  # normalized
+    host: str
+    depth: int
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A worker's exclusive, expiring hold on one task.
+
+    ``token`` fences the lease: a report carrying a token that is no longer the task's
+    current one changes nothing.
+    """
+
+    task_id: int
+    run_id: int
+    url: str
+    host: str
+    depth: int
+    attempt_count: int
+    token: int
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class TaskReport:
+    """What a worker says about a leased task: a final answer, or a failure to retry."""
+
+    lease: Lease
+    ok: bool  # True: an HTTP response was recorded (COMPLETED); False: a failure
+    http_status: int = 0  # 0 = no HTTP response
+    error: str | None = None  # readable reason for a failure
+    bytes_fetched: int = 0
+    retry_delay: float = 0.0  # on failure with attempts left: wait this long before retrying
+    give_up: bool = False  # on failure: FAILED now, whatever attempts are left (not transient)
+    discovered: Sequence[NewTask] = field(default_factory=tuple)
+
+
+class ReportVerdict(enum.StrEnum):
+    ACCEPTED = "accepted"
+    LEASE_LOST = "lease_lost"  # the lease expired and was taken over, or released: nothing changed
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    id: int
+    run_id: int
+    url: str
+    host: str
+    state: TaskState
+    depth: int
+    priority: int
+    attempt_count: int
+    next_eligible_at: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+    last_error: str | None
+    http_status: int | None

@@ -1,0 +1,307 @@
+"""A crawl worker: leases tasks from the store, fetches them concurrently, reports back.
+
+Side tasks, each named and supervised:
+
+- ``feed``: keeps up to ``in_flight_limit`` leases in hand, acquiring in batches and
+  skipping hosts it already holds enough of; notices when the run has drained.
+- ``fetch-N``: ``concurrency`` slots, each fetching one lease at a time under the host limiter.
+- ``report``: commits finished attempts in batches (one transaction per batch), so
+  durability costs one commit per batch instead of one per page.
+- ``heartbeat``: renews this worker's leases and watches the run's status, so a stop or
+  cancel issued from another process reaches this one.
+
+At most ``in_flight_limit`` tasks are leased, fetched or waiting to be committed at any
+time; that is all a SIGKILL can cost, and those tasks are fetched again after their leases
+expire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import secrets
+import socket
+import time
+from collections import Counter
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+from sitesync.fetch.politeness import HostLimiter
+from sitesync.frontier.frontier import Frontier
+from sitesync.frontier.retry import RetryPolicy
+from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
+from sitesync.plugins.builtin.links import extract_links
+from sitesync.store.base import Store
+
+log = logging.getLogger(__name__)
+
+
+class WorkerExit(enum.StrEnum):
+    DRAINED = "drained"  # nothing pending or assigned: the run is complete
+    STOP_REQUESTED = "stop_requested"  # stop() was called (Ctrl-C)
+    RUN_NOT_RUNNING = "run_not_running"  # another process paused, stopped or cancelled the run
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    concurrency: int = 16
+    per_host_concurrency: int = 1  # 0 = no per-host cap
+    per_host_delay: float = 1.0  # seconds between request starts on one host
+    lease_seconds: float = 60.0
+    in_flight_limit: int = 0  # 0 = twice the concurrency
+    report_batch: int = 256
+    report_interval: float = 0.05
+    poll_interval: float = 0.5
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @property
+    def held_limit(self) -> int:
+        return self.in_flight_limit or 2 * self.concurrency
+
+    @property
+    def held_per_host(self) -> int:
+        """Leases held per host beyond which the worker asks for other hosts' tasks."""
+        if self.per_host_concurrency <= 0:
+            return self.held_limit
+        return 2 * self.per_host_concurrency
+
+
+@dataclass(slots=True)
+class WorkerStats:
+    fetched: int = 0  # attempts that got an HTTP response
+    errors: int = 0  # attempts that failed (network, timeout, 5xx, ...)
+    committed: int = 0
+    lease_lost: int = 0  # late reports rejected because the lease was taken over
+    started: float = field(default_factory=time.monotonic)
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+class CrawlWorker:
+    def __init__(
+        self,
+        store: Store,
+        run: Run,
+        fetcher: Fetcher,
+        *,
+        options: WorkerOptions | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run.id
+        self.fetcher = fetcher
+        self.options = options or WorkerOptions()
+        self.worker_id = worker_id or new_worker_id()
+        self.frontier = Frontier(store, run)
+        self.stats = WorkerStats()
+        self._limiter = HostLimiter(
+            concurrency=self.options.per_host_concurrency, delay=self.options.per_host_delay
+        )
+        self._queue: asyncio.Queue[Lease] = asyncio.Queue()
+        self._held: Counter[str] = Counter()
+        self._held_total = 0
+        self._reports: list[TaskReport] = []
+        self._report_now = asyncio.Event()
+        self._room = asyncio.Event()
+        self._done = asyncio.Event()
+        self._exit: WorkerExit | None = None
+        self._failure: BaseException | None = None
+
+    def stop(self) -> None:
+        """Ask the worker to stop: in-flight work is released to PENDING."""
+        self._finish(WorkerExit.STOP_REQUESTED)
+
+    async def run(self) -> WorkerExit:
+        """Crawl until the run drains, stop() is called, or the run leaves ``running``."""
+        await self.frontier.seed()
+        side = [
+            self._spawn(self._feed(), "feed"),
+            self._spawn(self._flush_reports_forever(), "report"),
+            self._spawn(self._heartbeat(), "heartbeat"),
+            *(self._spawn(self._fetch_slot(), f"fetch-{n}") for n in range(self.options.concurrency)),
+        ]
+        try:
+            await self._done.wait()
+        finally:
+            await self._shutdown(side)
+        if self._failure is not None:
+            raise self._failure
+        assert self._exit is not None
+        return self._exit
+
+    # -- supervision ----------------------------------------------------------------------
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        task.add_done_callback(self._watch)
+        return task
+
+    def _watch(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and self._failure is None:
+            log.error("worker task %s died: %r", task.get_name(), exc)
+            self._failure = exc
+            self._done.set()
+
+    def _finish(self, reason: WorkerExit) -> None:
+        if self._exit is None:
+            self._exit = reason
+        self._done.set()
+
+    async def _shutdown(self, side: list[asyncio.Task[None]]) -> None:
+        # Slots and feeder stop first, so nothing new is fetched or leased; then what was
+        # fetched is committed, and only then is everything still held released.
+        for task in side:
+            if task.get_name() != "report":
+                task.cancel()
+        await asyncio.gather(*side[:1], *side[2:], return_exceptions=True)
+        side[1].cancel()
+        await asyncio.gather(side[1], return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self._flush_reports()
+        with contextlib.suppress(Exception):
+            released = await self.store.release_worker(self.run_id, worker_id=self.worker_id)
+            if released:
+                log.info("released %d in-flight tasks back to pending", released)
+
+    # -- feeding --------------------------------------------------------------------------
+
+    async def _feed(self) -> None:
+        options = self.options
+        min_batch = max(1, options.held_limit // 4)
+        while True:
+            room = options.held_limit - self._held_total
+            if room >= min_batch or (room > 0 and self._held_total == 0):
+                leases = await self.store.acquire(
+                    self.run_id,
+                    worker_id=self.worker_id,
+                    limit=room,
+                    lease_seconds=options.lease_seconds,
+                    exclude_hosts=[h for h, n in self._held.items() if n >= options.held_per_host],
+                )
+                for lease in leases:
+                    self._held[lease.host] += 1
+                    self._held_total += 1
+                    self._queue.put_nowait(lease)
+                if leases:
+                    continue
+                if self._held_total == 0:
+                    await self._wait_for_work()
+                    continue
+            self._room.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._room.wait(), options.poll_interval)
+
+    async def _wait_for_work(self) -> None:
+        """Nothing eligible and nothing in hand: finish, or sleep until something may be."""
+        run = await self.store.get_run(self.run_id)
+        if run.status is not RunStatus.RUNNING:
+            self._finish(WorkerExit.RUN_NOT_RUNNING)
+            return
+        if run.counters.pending == 0 and run.counters.assigned == 0:
+            if await self.store.complete_if_drained(self.run_id):
+                self._finish(WorkerExit.DRAINED)
+            return
+        # Pending tasks waiting for a retry time, or tasks leased by someone else whose
+        # leases may yet expire: look again soon.
+        wait = self.options.poll_interval
+        next_at = await self.store.next_eligible_at(self.run_id)
+        if next_at is not None:
+            wait = min(wait, max(0.01, next_at - time.time()))
+        await asyncio.sleep(wait)
+
+    # -- fetching -------------------------------------------------------------------------
+
+    async def _fetch_slot(self) -> None:
+        while True:
+            lease = await self._queue.get()
+            async with self._limiter.slot(lease.host):
+                result = await self.fetcher.fetch(lease.url)
+            self._reports.append(self._report_for(lease, result))
+            if len(self._reports) >= self.options.report_batch:
+                self._report_now.set()
+
+    def _report_for(self, lease: Lease, result: FetchResult) -> TaskReport:
+        if result.status > 0:
+            self.stats.fetched += 1
+        if result.retryable:
+            self.stats.errors += 1
+            return TaskReport(
+                lease=lease,
+                ok=False,
+                http_status=result.status,
+                error=_describe(result),
+                retry_delay=self.options.retry.delay(lease.attempt_count),
+            )
+        if result.status == 0:
+            # No response and nothing transient about it (bad URL, redirect loop, ...).
+            self.stats.errors += 1
+            return TaskReport(lease=lease, ok=False, error=_describe(result), give_up=True)
+        discovered = ()
+        if result.outcome is FetchOutcome.SUCCESS and result.is_html and result.body:
+            links = extract_links(result.body, result.final_url or lease.url)
+            discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
+        return TaskReport(
+            lease=lease,
+            ok=True,
+            http_status=result.status,
+            bytes_fetched=len(result.body),
+            discovered=discovered,
+        )
+
+    # -- reporting ------------------------------------------------------------------------
+
+    async def _flush_reports_forever(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._report_now.wait(), self.options.report_interval)
+            self._report_now.clear()
+            await self._flush_reports()
+
+    async def _flush_reports(self) -> None:
+        if not self._reports:
+            return
+        batch, self._reports = self._reports, []
+        verdicts = await self.store.report(self.run_id, batch)
+        for report, verdict in zip(batch, verdicts, strict=True):
+            self._held[report.lease.host] -= 1
+            self._held_total -= 1
+            if verdict is ReportVerdict.LEASE_LOST:
+                self.stats.lease_lost += 1
+                log.warning(
+                    "late result for %s rejected: its lease expired and was taken over",
+                    report.lease.url,
+                )
+            else:
+                self.stats.committed += 1
+        self._room.set()
+
+    # -- heartbeat ------------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        interval = max(0.05, self.options.lease_seconds / 3)
+        while True:
+            await asyncio.sleep(interval)
+            await self.store.renew_leases(
+                self.run_id, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
+            )
+            run = await self.store.get_run(self.run_id)
+            if run.status is not RunStatus.RUNNING:
+                self._finish(WorkerExit.RUN_NOT_RUNNING)
+
+
+def _describe(result: FetchResult) -> str:
+    if result.error:
+        return f"{result.outcome.value}: {result.error}"
+    return f"{result.outcome.value}: HTTP {result.status}"
+
+

@@ -1,0 +1,57 @@
+"""Named SQL queries and numbered migrations, shared by every backend.
+
+Each backend keeps its SQL beside its code: ``queries.sql`` holds blocks that start with a
+``-- name: <query_name>`` line, and ``migrations/NNNN_description.sql`` holds the schema
+history. Reading SQL from files keeps it reviewable side by side across backends and keeps
+f-strings out of SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import LiteralString, cast
+
+from sitesync.errors import MigrationError
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
+
+
+def load_queries(package: str) -> dict[str, LiteralString]:
+    """Read ``queries.sql`` of a backend package into {name: sql}."""
+    text = resources.files(package).joinpath("queries.sql").read_text(encoding="utf-8")
+    parts = _NAME_LINE.split(text)
+    # split() yields [preamble, name1, body1, name2, body2, ...]
+    queries: dict[str, LiteralString] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        # The SQL comes from a file shipped in the package, never from user input:
+        # treating it as a literal is what makes it safe to hand to the driver.
+        queries[name] = cast(LiteralString, body.strip())
+    return queries
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations(package: str) -> list[Migration]:
+    """Every ``migrations/NNNN_name.sql`` of a backend package, in version order."""
+    folder = resources.files(package).joinpath("migrations")
+    found: list[Migration] = []
+    for entry in folder.iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match is None:
+            continue
+        found.append(
+            Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8"))
+        )
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise MigrationError(f"migrations of {package} are not numbered 1..N: {versions}")
+    return found

@@ -1,0 +1,126 @@
+"""The store interfaces. Every backend implements all of them; ``tests/contract`` checks it.
+
+The store is the single source of truth and the only coordinator between workers: every
+method is one transaction, and every counter moves in the transaction of the task
+transition that causes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from sitesync.models import (
+    Lease,
+    NewTask,
+    ReportVerdict,
+    Run,
+    RunConfig,
+    RunStatus,
+    Task,
+    TaskReport,
+    TaskState,
+)
+
+
+class FrontierStore(Protocol):
+    """Tasks of runs: admission with dedup, leasing, reports, release."""
+
+    async def add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
+        """Admit tasks as PENDING; return how many were new.
+
+        A URL already in the run in any state is discarded (dedup pre-flight). When the
+        run has ``max_pages``, admission stops once the run holds that many tasks.
+        """
+        ...
+
+    async def acquire(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        exclude_hosts: Sequence[str] = (),
+    ) -> list[Lease]:
+        """Lease up to ``limit`` eligible PENDING tasks to ``worker_id``, highest priority first.
+
+        In the same transaction, and first, every expired lease of the run goes back to
+        PENDING. Each returned task had its ``attempt_count`` incremented. Tasks of
+        ``exclude_hosts`` are skipped (the worker has enough of them in hand). An empty
+        list means nothing is eligible now, not that the run is drained.
+        """
+        ...
+
+    async def report(self, run_id: int, reports: Sequence[TaskReport]) -> list[ReportVerdict]:
+        """Record finished attempts, one verdict per report, all in one transaction.
+
+        A report whose lease token is no longer the task's current one (expired and
+        taken over, or released) changes nothing, its discovered links included, and
+        gets ``LEASE_LOST``.
+        """
+        ...
+
+    async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
+        """Extend every lease ``worker_id`` holds in the run; return how many."""
+        ...
+
+    async def release(self, run_id: int, leases: Sequence[Lease]) -> int:
+        """Return leased tasks to PENDING without recording an attempt outcome."""
+        ...
+
+    async def release_worker(self, run_id: int, *, worker_id: str) -> int:
+        """Return every task ``worker_id`` holds in the run to PENDING; return how many."""
+        ...
+
+    async def next_eligible_at(self, run_id: int) -> float | None:
+        """Earliest time a PENDING task of the run becomes eligible; None if none is pending."""
+        ...
+
+    async def get_task(self, run_id: int, url: str) -> Task | None:
+        """The task of a normalized URL in the run, or None."""
+        ...
+
+    async def list_tasks(
+        self, run_id: int, *, state: TaskState | None = None, limit: int = 1000
+    ) -> list[Task]:
+        """Tasks of the run in admission order, optionally of one state."""
+        ...
+
+    async def count_tasks(self, run_id: int) -> dict[TaskState, int]:
+        """Tasks per state, counted from the tasks themselves (slow; for checks and tests)."""
+        ...
+
+
+class RunStore(Protocol):
+    """Runs and their lifecycle."""
+
+    async def create_run(self, config: RunConfig) -> Run:
+        """Create a run in status ``queued``."""
+        ...
+
+    async def get_run(self, run_id: int) -> Run:
+        """The run; raises ``RunNotFound``."""
+        ...
+
+    async def list_runs(self, *, limit: int = 50) -> list[Run]:
+        """Newest runs first."""
+        ...
+
+    async def transition_run(
+        self, run_id: int, to: RunStatus, *, reason: str | None = None
+    ) -> Run:
+        """Move the run to ``to``; raises ``IllegalTransition`` if the table forbids it."""
+        ...
+
+    async def complete_if_drained(self, run_id: int) -> bool:
+        """Mark a running run completed if nothing is pending or assigned; True if it was."""
+        ...
+
+
+class Store(FrontierStore, RunStore, Protocol):
+    """A whole backend."""
+
+    async def close(self) -> None:
+        """Release connections and threads. Idempotent."""
+        ...

@@ -1,0 +1,146 @@
+-- name: insert_run
+INSERT INTO runs (status, config, created_at, last_activity_at)
+VALUES (:status, :config, :now, :now)
+RETURNING id;
+
+-- name: select_run
+SELECT * FROM runs WHERE id = :run_id;
+
+-- name: select_runs
+SELECT * FROM runs ORDER BY id DESC LIMIT :limit;
+
+-- name: update_run_status
+UPDATE runs
+   SET status = :status,
+       status_reason = :reason,
+       started_at = COALESCE(started_at, CASE WHEN :status = 'running' THEN :now END),
+       ended_at = CASE WHEN :terminal THEN :now ELSE NULL END,
+       last_activity_at = :now
+ WHERE id = :run_id AND status = :expected;
+
+-- name: complete_run_if_drained
+UPDATE runs
+   SET status = 'completed', ended_at = :now, last_activity_at = :now, status_reason = NULL
+ WHERE id = :run_id AND status = 'running' AND pending = 0 AND assigned = 0;
+
+-- name: insert_task
+-- ON CONFLICT DO NOTHING is the dedup pre-flight: a URL already in the run, in any
+-- state, is discarded without error and without touching the existing row.
+INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at)
+VALUES (:run_id, :url, :host, 'pending', :depth, :priority, :now, :now)
+ON CONFLICT (run_id, url) DO NOTHING;
+
+-- name: add_admitted
+UPDATE runs
+   SET tasks_total = tasks_total + :admitted,
+       pending = pending + :admitted,
+       last_activity_at = :now
+ WHERE id = :run_id;
+
+-- name: reclaim_expired
+-- Runs inside the acquiring transaction: an expired lease goes back to PENDING
+-- before anything is handed out, so no janitor process is needed.
+UPDATE tasks
+   SET state = 'pending',
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       last_error = 'lease expired (held by ' || lease_owner || ')',
+       updated_at = :now
+ WHERE run_id = :run_id AND state = 'assigned' AND lease_expires_at <= :now;
+
+-- name: acquire
+UPDATE tasks
+   SET state = 'assigned',
+       attempt_count = attempt_count + 1,
+       lease_owner = :worker_id,
+       lease_token = :token,
+       lease_expires_at = :expires_at,
+       last_heartbeat = :now,
+       updated_at = :now
+ WHERE id IN (
+        SELECT id FROM tasks
+         WHERE run_id = :run_id
+           AND state = 'pending'
+           AND next_eligible_at <= :now
+           AND host NOT IN (SELECT value FROM json_each(:exclude_hosts))
+         ORDER BY priority DESC, id
+         LIMIT :limit)
+RETURNING id, url, host, depth, attempt_count;
+
+-- name: move_counters
+UPDATE runs
+   SET pending = pending + :pending,
+       assigned = assigned + :assigned,
+       completed = completed + :completed,
+       failed = failed + :failed,
+       pages_fetched = pages_fetched + :pages_fetched,
+       bytes_fetched = bytes_fetched + :bytes_fetched,
+       retries = retries + :retries,
+       last_activity_at = :now
+ WHERE id = :run_id;
+
+-- name: mark_completed
+UPDATE tasks
+   SET state = 'completed',
+       http_status = :http_status,
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = :now
+ WHERE id = :task_id AND state = 'assigned' AND lease_token = :token;
+
+-- name: mark_failed_attempt
+-- PENDING again while attempts are left, FAILED once max_retries attempts were made
+-- (or at once when the failure is not transient).
+UPDATE tasks
+   SET state = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN 'pending'
+                    ELSE 'failed' END,
+       next_eligible_at = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN :retry_at
+                               ELSE next_eligible_at END,
+       http_status = :http_status,
+       last_error = :error,
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = :now
+ WHERE id = :task_id AND state = 'assigned' AND lease_token = :token
+RETURNING state;
+
+-- name: release_lease
+UPDATE tasks
+   SET state = 'pending',
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = :now
+ WHERE id = :task_id AND state = 'assigned' AND lease_token = :token;
+
+-- name: release_worker
+UPDATE tasks
+   SET state = 'pending',
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = :now
+ WHERE run_id = :run_id AND state = 'assigned' AND lease_owner = :worker_id;
+
+-- name: renew_leases
+UPDATE tasks
+   SET lease_expires_at = :expires_at, last_heartbeat = :now
+ WHERE run_id = :run_id AND state = 'assigned' AND lease_owner = :worker_id;
+
+-- name: next_eligible_at
+SELECT MIN(next_eligible_at) FROM tasks WHERE run_id = :run_id AND state = 'pending';
+
+-- name: select_task
+SELECT * FROM tasks WHERE run_id = :run_id AND url = :url;
+
+-- name: select_tasks
+SELECT * FROM tasks
+ WHERE run_id = :run_id AND (:state IS NULL OR state = :state)
+ ORDER BY id
+ LIMIT :limit;
+
+-- name: count_by_state
+SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = :run_id GROUP BY state;

@@ -1,0 +1,590 @@
+"""The embedded backend: one SQLite file in WAL mode, shared by any number of processes.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction, so writers queue on the file lock
+(``busy_timeout``) instead of failing, and a reader never sees half a transition. All calls
+run on one private thread per store: sqlite3 releases the GIL while it works, so the event
+loop keeps fetching during a commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sitesync.errors import (
+    IllegalTransition,
+    MigrationError,
+    RunNotFound,
+    StoreError,
+    StoreLocked,
+)
+from sitesync.models import (
+    RUN_TRANSITIONS,
+    Lease,
+    NewTask,
+    ReportVerdict,
+    Run,
+    RunConfig,
+    RunCounters,
+    RunStatus,
+    Task,
+    TaskReport,
+    TaskState,
+)
+from sitesync.store._sql import load_migrations, load_queries
+
+T = TypeVar("T")
+
+_Q = load_queries("sitesync.store.sqlite")
+
+
+class SqliteStore:
+    """All store interfaces on one SQLite file."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = str(path)
+        self._busy_timeout = busy_timeout
+        self._synchronous = synchronous
+        self._clock = clock
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitesync-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: str | Path, **options: Any) -> SqliteStore:
+        """Open (creating if needed) the database and bring its schema up to date."""
+        store = cls(path, **options)
+        try:
+            await store._call(store._connect)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, fn, *args)
+
+    def _connect(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        with self._errors():
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode: a commit survives any process crash (SIGKILL included);
+            # only an OS crash or power cut can lose the last commits. FULL closes that gap
+            # at a throughput cost; see docs/decisions.md.
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._conn = conn
+            self._migrate()
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise StoreLocked(
+                    f"SQLite database {self.path} stayed locked for more than "
+                    f"{self._busy_timeout:g}s (busy_timeout): {text}"
+                ) from exc
+            raise StoreError(f"SQLite error on {self.path}: {text}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        with self._errors():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"store {self.path} is not open")
+        return self._conn
+
+    def _migrate(self) -> None:
+        conn = self._connection()
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        with self._write():
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for migration in load_migrations("sitesync.store.sqlite"):
+                if migration.version in applied:
+                    continue
+                try:
+                    for statement in _statements(migration.sql):
+                        conn.execute(statement)
+                except sqlite3.DatabaseError as exc:
+                    raise MigrationError(
+                        f"migration {migration.version:04d}_{migration.name} failed: {exc}"
+                    ) from exc
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    (migration.version, migration.name, self._clock()),
+                )
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._thread, conn.close)
+        self._thread.shutdown(wait=True)
+
+    # -- runs -----------------------------------------------------------------------------
+
+    async def create_run(self, config: RunConfig) -> Run:
+        return await self._call(self._create_run, config)
+
+    def _create_run(self, config: RunConfig) -> Run:
+        with self._write() as conn:
+            row = conn.execute(
+                _Q["insert_run"],
+                {
+                    "status": RunStatus.QUEUED.value,
+                    "config": json.dumps(asdict(config)),
+                    "now": self._clock(),
+                },
+            ).fetchone()
+            return self._select_run(conn, row[0])
+
+    async def get_run(self, run_id: int) -> Run:
+        return await self._call(self._get_run, run_id)
+
+    def _get_run(self, run_id: int) -> Run:
+        with self._errors():
+            return self._select_run(self._connection(), run_id)
+
+    @staticmethod
+    def _select_run(conn: sqlite3.Connection, run_id: int) -> Run:
+        row = conn.execute(_Q["select_run"], {"run_id": run_id}).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return _run_from_row(row)
+
+    async def list_runs(self, *, limit: int = 50) -> list[Run]:
+        return await self._call(self._list_runs, limit)
+
+    def _list_runs(self, limit: int) -> list[Run]:
+        with self._errors():
+            rows = self._connection().execute(_Q["select_runs"], {"limit": limit}).fetchall()
+        return [_run_from_row(row) for row in rows]
+
+    async def transition_run(
+        self, run_id: int, to: RunStatus, *, reason: str | None = None
+    ) -> Run:
+        return await self._call(self._transition_run, run_id, to, reason)
+
+    def _transition_run(self, run_id: int, to: RunStatus, reason: str | None) -> Run:
+        with self._write() as conn:
+            current = self._select_run(conn, run_id)
+            if to not in RUN_TRANSITIONS[current.status]:
+                raise IllegalTransition(
+                    f"run {run_id} is {current.status.value}; it cannot become {to.value}"
+                )
+            conn.execute(
+                _Q["update_run_status"],
+                {
+                    "run_id": run_id,
+                    "status": to.value,
+                    "expected": current.status.value,
+                    "reason": reason,
+                    "terminal": to.is_terminal,
+                    "now": self._clock(),
+                },
+            )
+            return self._select_run(conn, run_id)
+
+    async def complete_if_drained(self, run_id: int) -> bool:
+        return await self._call(self._complete_if_drained, run_id)
+
+    def _complete_if_drained(self, run_id: int) -> bool:
+        with self._write() as conn:
+            cursor = conn.execute(
+                _Q["complete_run_if_drained"], {"run_id": run_id, "now": self._clock()}
+            )
+            return cursor.rowcount == 1
+
+    # -- frontier -------------------------------------------------------------------------
+
+    async def add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
+        if not tasks:
+            return 0
+        return await self._call(self._add_tasks, run_id, tasks)
+
+    def _add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
+        with self._write() as conn:
+            return self._admit(conn, run_id, tasks, self._clock())
+
+    def _admit(
+        self, conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: float
+    ) -> int:
+        if not tasks:
+            return 0
+        run = self._select_run(conn, run_id)
+        limit = run.config.max_pages
+        before = conn.total_changes
+        if limit is None:
+            conn.executemany(_Q["insert_task"], _task_rows(run_id, tasks, now))
+            admitted = conn.total_changes - before
+        else:
+            # Duplicates do not count against max_pages, so insert in slices no larger
+            # than the room left and re-measure after each.
+            admitted, position = 0, 0
+            room = limit - run.counters.tasks_total
+            while room > 0 and position < len(tasks):
+                chunk = tasks[position : position + room]
+                position += len(chunk)
+                mark = conn.total_changes
+                conn.executemany(_Q["insert_task"], _task_rows(run_id, chunk, now))
+                gained = conn.total_changes - mark
+                admitted += gained
+                room -= gained
+        if admitted:
+            conn.execute(_Q["add_admitted"], {"run_id": run_id, "admitted": admitted, "now": now})
+        return admitted
+
+    async def acquire(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        exclude_hosts: Sequence[str] = (),
+    ) -> list[Lease]:
+        return await self._call(
+            self._acquire, run_id, worker_id, limit, lease_seconds, tuple(exclude_hosts)
+        )
+
+    def _acquire(
+        self,
+        run_id: int,
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        exclude_hosts: tuple[str, ...],
+    ) -> list[Lease]:
+        now = self._clock()
+        token = secrets.randbits(62)
+        expires_at = now + lease_seconds
+        with self._write() as conn:
+            reclaimed = conn.execute(_Q["reclaim_expired"], {"run_id": run_id, "now": now}).rowcount
+            rows = conn.execute(
+                _Q["acquire"],
+                {
+                    "run_id": run_id,
+                    "worker_id": worker_id,
+                    "token": token,
+                    "expires_at": expires_at,
+                    "now": now,
+                    "limit": limit,
+                    "exclude_hosts": json.dumps(exclude_hosts),
+                },
+            ).fetchall()
+            moved = len(rows) - reclaimed
+            if rows or reclaimed:
+                conn.execute(
+                    _Q["move_counters"],
+                    _counter_delta(run_id, now, pending=-moved, assigned=moved),
+                )
+        leases = [
+            Lease(
+                task_id=row["id"],
+                run_id=run_id,
+                url=row["url"],
+                host=row["host"],
+                depth=row["depth"],
+                attempt_count=row["attempt_count"],
+                token=token,
+                expires_at=expires_at,
+            )
+            for row in rows
+        ]
+        leases.sort(key=lambda lease: lease.task_id)
+        return leases
+
+    async def report(self, run_id: int, reports: Sequence[TaskReport]) -> list[ReportVerdict]:
+        if not reports:
+            return []
+        return await self._call(self._report, run_id, reports)
+
+    def _report(self, run_id: int, reports: Sequence[TaskReport]) -> list[ReportVerdict]:
+        now = self._clock()
+        verdicts: list[ReportVerdict] = []
+        delta = dict.fromkeys(
+            ("pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched"), 0
+        )
+        delta["retries"] = 0
+        discovered: list[NewTask] = []
+        with self._write() as conn:
+            max_retries = self._select_run(conn, run_id).config.max_retries
+            for report in reports:
+                state = self._record(conn, report, max_retries, now)
+                if state is None:
+                    verdicts.append(ReportVerdict.LEASE_LOST)
+                    continue
+                verdicts.append(ReportVerdict.ACCEPTED)
+                delta["assigned"] -= 1
+                delta[state.value] += 1
+                if state is TaskState.PENDING:
+                    delta["retries"] += 1
+                if report.http_status > 0:
+                    delta["pages_fetched"] += 1
+                    delta["bytes_fetched"] += report.bytes_fetched
+                discovered.extend(report.discovered)
+            if any(delta.values()):
+                conn.execute(_Q["move_counters"], _counter_delta(run_id, now, **delta))
+            self._admit(conn, run_id, discovered, now)
+        return verdicts
+
+    @staticmethod
+    def _record(
+        conn: sqlite3.Connection, report: TaskReport, max_retries: int, now: float
+    ) -> TaskState | None:
+        """Apply one report under its lease; the task's new state, or None if fenced out."""
+        lease = report.lease
+        if report.ok:
+            cursor = conn.execute(
+                _Q["mark_completed"],
+                {
+                    "task_id": lease.task_id,
+                    "token": lease.token,
+                    "http_status": report.http_status,
+                    "now": now,
+                },
+            )
+            return TaskState.COMPLETED if cursor.rowcount == 1 else None
+        row = conn.execute(
+            _Q["mark_failed_attempt"],
+            {
+                "task_id": lease.task_id,
+                "token": lease.token,
+                "max_retries": max_retries,
+                "retry_at": now + report.retry_delay,
+                "give_up": report.give_up,
+                "http_status": report.http_status or None,
+                "error": report.error or "failed",
+                "now": now,
+            },
+        ).fetchone()
+        return None if row is None else TaskState(row[0])
+
+    async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
+        return await self._call(self._renew_leases, run_id, worker_id, lease_seconds)
+
+    def _renew_leases(self, run_id: int, worker_id: str, lease_seconds: float) -> int:
+        now = self._clock()
+        with self._write() as conn:
+            return conn.execute(
+                _Q["renew_leases"],
+                {
+                    "run_id": run_id,
+                    "worker_id": worker_id,
+                    "expires_at": now + lease_seconds,
+                    "now": now,
+                },
+            ).rowcount
+
+    async def release(self, run_id: int, leases: Sequence[Lease]) -> int:
+        if not leases:
+            return 0
+        return await self._call(self._release, run_id, leases)
+
+    def _release(self, run_id: int, leases: Sequence[Lease]) -> int:
+        now = self._clock()
+        with self._write() as conn:
+            released = 0
+            for lease in leases:
+                released += conn.execute(
+                    _Q["release_lease"],
+                    {"task_id": lease.task_id, "token": lease.token, "now": now},
+                ).rowcount
+            if released:
+                conn.execute(
+                    _Q["move_counters"],
+                    _counter_delta(run_id, now, pending=released, assigned=-released),
+                )
+            return released
+
+    async def release_worker(self, run_id: int, *, worker_id: str) -> int:
+        return await self._call(self._release_worker, run_id, worker_id)
+
+    def _release_worker(self, run_id: int, worker_id: str) -> int:
+        now = self._clock()
+        with self._write() as conn:
+            released: int = conn.execute(
+                _Q["release_worker"], {"run_id": run_id, "worker_id": worker_id, "now": now}
+            ).rowcount
+            if released:
+                conn.execute(
+                    _Q["move_counters"],
+                    _counter_delta(run_id, now, pending=released, assigned=-released),
+                )
+            return released
+
+    async def next_eligible_at(self, run_id: int) -> float | None:
+        return await self._call(self._next_eligible_at, run_id)
+
+    def _next_eligible_at(self, run_id: int) -> float | None:
+        with self._errors():
+            row = self._connection().execute(_Q["next_eligible_at"], {"run_id": run_id}).fetchone()
+        return None if row[0] is None else float(row[0])
+
+    async def get_task(self, run_id: int, url: str) -> Task | None:
+        return await self._call(self._get_task, run_id, url)
+
+    def _get_task(self, run_id: int, url: str) -> Task | None:
+        with self._errors():
+            row = (
+                self._connection()
+                .execute(_Q["select_task"], {"run_id": run_id, "url": url})
+                .fetchone()
+            )
+        return None if row is None else _task_from_row(row)
+
+    async def list_tasks(
+        self, run_id: int, *, state: TaskState | None = None, limit: int = 1000
+    ) -> list[Task]:
+        return await self._call(self._list_tasks, run_id, state, limit)
+
+    def _list_tasks(self, run_id: int, state: TaskState | None, limit: int) -> list[Task]:
+        params = {"run_id": run_id, "state": None if state is None else state.value, "limit": limit}
+        with self._errors():
+            rows = self._connection().execute(_Q["select_tasks"], params).fetchall()
+        return [_task_from_row(row) for row in rows]
+
+    async def count_tasks(self, run_id: int) -> dict[TaskState, int]:
+        return await self._call(self._count_tasks, run_id)
+
+    def _count_tasks(self, run_id: int) -> dict[TaskState, int]:
+        with self._errors():
+            rows = self._connection().execute(_Q["count_by_state"], {"run_id": run_id}).fetchall()
+        counts = dict.fromkeys(TaskState, 0)
+        for row in rows:
+            counts[TaskState(row["state"])] = row["n"]
+        return counts
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (sqlite3 runs one per execute)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer
+            buffer = ""
+    if buffer.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
+    ):
+        raise MigrationError(f"unterminated SQL statement in migration: {buffer[:200]!r}")
+
+
+def _task_rows(run_id: int, tasks: Sequence[NewTask], now: float) -> Iterator[dict[str, Any]]:
+    for task in tasks:
+        yield {
+            "run_id": run_id,
+            "url": task.url,
+            "host": task.host,
+            "depth": task.depth,
+            "priority": task.priority,
+            "now": now,
+        }
+
+
+def _counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
+    params: dict[str, Any] = dict.fromkeys(
+        (
+            "pending",
+            "assigned",
+            "completed",
+            "failed",
+            "pages_fetched",
+            "bytes_fetched",
+            "retries",
+        ),
+        0,
+    )
+    params.update(moves)
+    params["run_id"] = run_id
+    params["now"] = now
+    return params
+
+
+def _run_from_row(row: sqlite3.Row) -> Run:
+    config = json.loads(row["config"])
+    return Run(
+        id=row["id"],
+        status=RunStatus(row["status"]),
+        config=RunConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}),
+        counters=RunCounters(
+            tasks_total=row["tasks_total"],
+            pending=row["pending"],
+            assigned=row["assigned"],
+            completed=row["completed"],
+            failed=row["failed"],
+            pages_fetched=row["pages_fetched"],
+            bytes_fetched=row["bytes_fetched"],
+            retries=row["retries"],
+        ),
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        status_reason=row["status_reason"],
+        last_activity_at=row["last_activity_at"],
+    )
+
+
+def _task_from_row(row: sqlite3.Row) -> Task:
+    return Task(
+        id=row["id"],
+        run_id=row["run_id"],
+        url=row["url"],
+        host=row["host"],
+        state=TaskState(row["state"]),
+        depth=row["depth"],
+        priority=row["priority"],
+        attempt_count=row["attempt_count"],
+        next_eligible_at=row["next_eligible_at"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=row["lease_expires_at"],
+        last_error=row["last_error"],
+        http_status=row["http_status"],
+    )
