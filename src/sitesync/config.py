@@ -17,6 +17,7 @@ from pydantic_settings import (
 from sitesync.errors import ConfigError
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import DEFAULT_USER_AGENT
+from sitesync.frontier.retry import RetryPolicy
 from sitesync.runs.worker import WorkerOptions
 
 DEFAULT_DB = "sitesync.db"
@@ -40,6 +41,12 @@ class Settings(BaseSettings):
     max_retries: int = Field(3, ge=1, le=100)
     """Attempts per URL before it is marked failed."""
 
+    retry_backoff: float = Field(1.0, ge=0)
+    """First retry waits about this long; each later one twice as long (with jitter)."""
+
+    retry_backoff_max: float = Field(60.0, ge=0)
+    """Longest wait between two attempts of one URL."""
+
     lease_seconds: float = Field(60.0, gt=0)
     """How long a worker holds a task without renewing; a crashed worker's tasks come back
     after this long."""
@@ -62,6 +69,8 @@ class Settings(BaseSettings):
     def _check_combinations(self) -> Settings:
         if self.connect_timeout > self.total_timeout:
             raise ValueError("connect_timeout must not exceed total_timeout")
+        if self.retry_backoff > self.retry_backoff_max:
+            raise ValueError("retry_backoff must not exceed retry_backoff_max")
         if self.in_flight_limit and self.in_flight_limit < self.concurrency:
             raise ValueError("in_flight_limit must be 0 or at least concurrency")
         return self
@@ -98,6 +107,11 @@ class Settings(BaseSettings):
             per_host_delay=self.delay,
             lease_seconds=self.lease_seconds,
             in_flight_limit=self.in_flight_limit,
+            retry=RetryPolicy(
+                initial=self.retry_backoff,
+                maximum=self.retry_backoff_max,
+                jitter=min(1.0, self.retry_backoff),
+            ),
         )
 
 
@@ -117,6 +131,5 @@ def load_settings(**overrides: Any) -> Settings:
         env = f"SITESYNC_{where.upper()}"
         flag = "--" + where.replace("_", "-")
         raise ConfigError(
-            f"invalid setting {where} ({flag} / {env}): {error['msg']} "
-            f"(got {error.get('input')!r})"
+            f"invalid setting {where} ({flag} / {env}): {error['msg']} (got {error.get('input')!r})"
         ) from exc

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 
 class RunStatus(enum.StrEnum):
@@ -24,7 +25,9 @@ class RunStatus(enum.StrEnum):
         return self in _TERMINAL
 
 
-_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED})
+_TERMINAL = frozenset(
+    {RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
+)
 
 #: Which status a run may move to from each status. Stores enforce this table.
 RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
@@ -69,6 +72,18 @@ class RunConfig:
     max_depth: int | None = None
     max_pages: int | None = None
     max_retries: int = 3
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        """Rebuild a stored config; unknown keys (from a newer version) are ignored."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known
+        }
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,12 @@ def crawl_command(
         int | None, typer.Option("--resume", help="Continue this run instead of starting one.")
     ] = None,
     db: DbOption = None,
-    max_pages: Annotated[int | None, typer.Option(min=1, help="Admit at most this many URLs.")] = None,
-    max_depth: Annotated[int | None, typer.Option(min=0, help="Links deeper than this are skipped.")] = None,
+    max_pages: Annotated[
+        int | None, typer.Option(min=1, help="Admit at most this many URLs.")
+    ] = None,
+    max_depth: Annotated[
+        int | None, typer.Option(min=0, help="Links deeper than this are skipped.")
+    ] = None,
     allow_domain: Annotated[
         list[str] | None,
         typer.Option(help="Also crawl this domain and its subdomains (repeatable)."),
@@ -45,14 +49,22 @@ def crawl_command(
     exclude: Annotated[
         list[str] | None, typer.Option(help="Skip URLs matching any of these regexes (repeatable).")
     ] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Requests in flight at once. [16]")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Requests in flight at once. [16]")
+    ] = None,
     per_host_concurrency: Annotated[
         int | None, typer.Option(help="Requests in flight per host; 0 = no cap. [1]")
     ] = None,
-    delay: Annotated[float | None, typer.Option(help="Seconds between requests to one host. [1.0]")] = None,
+    delay: Annotated[
+        float | None, typer.Option(help="Seconds between requests to one host. [1.0]")
+    ] = None,
     max_retries: Annotated[int | None, typer.Option(help="Attempts per URL. [3]")] = None,
+    retry_backoff: Annotated[
+        float | None, typer.Option(help="First wait before a retry, doubling after. [1.0]")
+    ] = None,
     lease_seconds: Annotated[
-        float | None, typer.Option(help="Task lease; a crashed worker's tasks return after it. [60]")
+        float | None,
+        typer.Option(help="Task lease; a crashed worker's tasks return after it. [60]"),
     ] = None,
     in_flight_limit: Annotated[
         int | None, typer.Option(help="Tasks held at once; 0 = 2 x concurrency. [0]")
@@ -77,6 +89,7 @@ def crawl_command(
         delay=delay,
         max_retries=max_retries,
         lease_seconds=lease_seconds,
+        retry_backoff=retry_backoff,
         in_flight_limit=in_flight_limit,
         user_agent=user_agent,
         total_timeout=timeout,
@@ -112,7 +125,9 @@ async def _crawl(settings: Settings, request: CrawlRequest, *, show_progress: bo
     store = await open_store(settings.db)
     try:
         run = await prepare_run(store, request, settings)
-        console.print(f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {settings.db}")
+        console.print(
+            f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {settings.db}"
+        )
         if not show_progress:
             return await crawl(store, run, settings)
         return await _crawl_with_progress(store, run, settings)

@@ -91,7 +91,10 @@ def run_table(run: Run) -> Table:
     duration = _duration(run)
     rate = counters.pages_fetched / duration if duration else 0.0
     rows = [
-        ("status", status_text(run.status) + (f" ({run.status_reason})" if run.status_reason else "")),
+        (
+            "status",
+            status_text(run.status) + (f" ({run.status_reason})" if run.status_reason else ""),
+        ),
         ("seeds", "\n".join(run.config.seeds)),
         ("tasks", str(counters.tasks_total)),
         ("completed", str(counters.completed)),

@@ -21,8 +21,10 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         wait = tenacity.wait_exponential_jitter(
-            initial=self.initial, max=self.maximum, jitter=self.jitter
+            multiplier=self.initial, max=self.maximum, jitter=self.jitter
         )
-        state = tenacity.RetryCallState(retry_object=tenacity.Retrying(), fn=None, args=(), kwargs={})
+        state = tenacity.RetryCallState(
+            retry_object=tenacity.Retrying(), fn=None, args=(), kwargs={}
+        )
         state.attempt_number = max(1, attempt)
         return float(wait(state))

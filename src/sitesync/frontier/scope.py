@@ -53,5 +53,7 @@ def _compile(patterns: tuple[str, ...], setting: str) -> tuple[re.Pattern[str], 
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:
-            raise ConfigError(f"--{setting} pattern {pattern!r} is not a valid regex: {exc}") from exc
+            raise ConfigError(
+                f"--{setting} pattern {pattern!r} is not a valid regex: {exc}"
+            ) from exc
     return tuple(compiled)

@@ -41,9 +41,7 @@ async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -
             # A crash left it running; its dead worker's leases expire and are reclaimed.
             return run
         if RunStatus.RUNNING not in RUN_TRANSITIONS[run.status]:
-            raise IllegalTransition(
-                f"run {run.id} is {run.status.value} and cannot be resumed"
-            )
+            raise IllegalTransition(f"run {run.id} is {run.status.value} and cannot be resumed")
         return await store.transition_run(run.id, RunStatus.RUNNING, reason="resumed")
     config = RunConfig(
         seeds=tuple(normalize_seeds(request.seeds)),

@@ -33,7 +33,7 @@ from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
+from sitesync.models import Lease, NewTask, ReportVerdict, Run, RunStatus, TaskReport
 from sitesync.plugins.builtin.links import extract_links
 from sitesync.store.base import Store
 
@@ -56,6 +56,7 @@ class WorkerOptions:
     report_batch: int = 256
     report_interval: float = 0.05
     poll_interval: float = 0.5
+    drain_timeout: float = 10.0  # run left "running" elsewhere: let in-flight fetches finish
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @property
@@ -111,6 +112,8 @@ class CrawlWorker:
         self._room = asyncio.Event()
         self._done = asyncio.Event()
         self._exit: WorkerExit | None = None
+        self._active = 0  # slots between taking a lease and handing in its report
+        self._idle = asyncio.Event()
         self._failure: BaseException | None = None
 
     def stop(self) -> None:
@@ -124,10 +127,15 @@ class CrawlWorker:
             self._spawn(self._feed(), "feed"),
             self._spawn(self._flush_reports_forever(), "report"),
             self._spawn(self._heartbeat(), "heartbeat"),
-            *(self._spawn(self._fetch_slot(), f"fetch-{n}") for n in range(self.options.concurrency)),
+            *(
+                self._spawn(self._fetch_slot(), f"fetch-{n}")
+                for n in range(self.options.concurrency)
+            ),
         ]
         try:
             await self._done.wait()
+            if self._exit is WorkerExit.RUN_NOT_RUNNING and self._failure is None:
+                await self._drain(side[0])
         finally:
             await self._shutdown(side)
         if self._failure is not None:
@@ -156,6 +164,20 @@ class CrawlWorker:
         if self._exit is None:
             self._exit = reason
         self._done.set()
+
+    async def _drain(self, feeder: asyncio.Task[None]) -> None:
+        """Take nothing new; give fetches already under way a bounded time to finish.
+
+        Their results still go through the fenced report: accepted if the lease is still
+        this worker's, rejected (and logged) if someone took it over.
+        """
+        feeder.cancel()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        if self._active:
+            self._idle.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), self.options.drain_timeout)
 
     async def _shutdown(self, side: list[asyncio.Task[None]]) -> None:
         # Slots and feeder stop first, so nothing new is fetched or leased; then what was
@@ -224,9 +246,26 @@ class CrawlWorker:
     async def _fetch_slot(self) -> None:
         while True:
             lease = await self._queue.get()
-            async with self._limiter.slot(lease.host):
-                result = await self.fetcher.fetch(lease.url)
-            self._reports.append(self._report_for(lease, result))
+            self._active += 1
+            try:
+                async with self._limiter.slot(lease.host):
+                    result = await self.fetcher.fetch(lease.url)
+                report = self._report_for(lease, result)
+            except Exception as exc:
+                # A bug on one page (a parser crash, a fetcher fault) is recorded on that
+                # page and retried like any failure; it never takes the crawl down.
+                log.exception("internal error on %s", lease.url)
+                self.stats.errors += 1
+                report = TaskReport(
+                    lease=lease,
+                    ok=False,
+                    error=f"internal error: {type(exc).__name__}: {exc}",
+                    retry_delay=self.options.retry.delay(lease.attempt_count),
+                )
+            self._reports.append(report)
+            self._active -= 1
+            if not self._active:
+                self._idle.set()
             if len(self._reports) >= self.options.report_batch:
                 self._report_now.set()
 
@@ -246,7 +285,7 @@ class CrawlWorker:
             # No response and nothing transient about it (bad URL, redirect loop, ...).
             self.stats.errors += 1
             return TaskReport(lease=lease, ok=False, error=_describe(result), give_up=True)
-        discovered = ()
+        discovered: tuple[NewTask, ...] = ()
         if result.outcome is FetchOutcome.SUCCESS and result.is_html and result.body:
             links = extract_links(result.body, result.final_url or lease.url)
             discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
@@ -303,5 +342,3 @@ def _describe(result: FetchResult) -> str:
     if result.error:
         return f"{result.outcome.value}: {result.error}"
     return f"{result.outcome.value}: HTTP {result.status}"
-
-

@@ -107,9 +107,7 @@ class RunStore(Protocol):
         """Newest runs first."""
         ...
 
-    async def transition_run(
-        self, run_id: int, to: RunStatus, *, reason: str | None = None
-    ) -> Run:
+    async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
         """Move the run to ``to``; raises ``IllegalTransition`` if the table forbids it."""
         ...
 

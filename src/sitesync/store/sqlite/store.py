@@ -16,7 +16,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -179,7 +178,7 @@ class SqliteStore:
                 _Q["insert_run"],
                 {
                     "status": RunStatus.QUEUED.value,
-                    "config": json.dumps(asdict(config)),
+                    "config": json.dumps(config.to_json()),
                     "now": self._clock(),
                 },
             ).fetchone()
@@ -207,9 +206,7 @@ class SqliteStore:
             rows = self._connection().execute(_Q["select_runs"], {"limit": limit}).fetchall()
         return [_run_from_row(row) for row in rows]
 
-    async def transition_run(
-        self, run_id: int, to: RunStatus, *, reason: str | None = None
-    ) -> Run:
+    async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
         return await self._call(self._transition_run, run_id, to, reason)
 
     def _transition_run(self, run_id: int, to: RunStatus, reason: str | None) -> Run:
@@ -549,11 +546,10 @@ def _counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
 
 
 def _run_from_row(row: sqlite3.Row) -> Run:
-    config = json.loads(row["config"])
     return Run(
         id=row["id"],
         status=RunStatus(row["status"]),
-        config=RunConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}),
+        config=RunConfig.from_json(json.loads(row["config"])),
         counters=RunCounters(
             tasks_total=row["tasks_total"],
             pending=row["pending"],

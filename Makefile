@@ -1,0 +1,37 @@
+# Every developer task is one command. uv is bootstrapped into .tools/ if it is not on PATH.
+UV := $(or $(shell command -v uv 2>/dev/null),.tools/bin/uv)
+PYTEST_ARGS ?=
+
+.PHONY: install install-dev lint typecheck unit test bench crawl clean
+
+.tools/bin/uv:
+	python3 -m venv .tools && .tools/bin/pip install -q uv
+
+
+install: $(UV)  ## runtime only: what `sitesync crawl` needs
+	$(UV) sync --locked --no-dev
+
+install-dev: $(UV)  ## runtime + the dev extra (pytest, ruff, mypy, hypothesis)
+	$(UV) sync --locked --extra dev
+
+lint: install-dev
+	$(UV) run --no-sync ruff check src tests benchmarks
+	$(UV) run --no-sync ruff format --check src tests benchmarks
+
+typecheck: install-dev
+	$(UV) run --no-sync mypy src/sitesync
+
+unit: install-dev  ## the pytest suite alone
+	$(UV) run --no-sync pytest $(PYTEST_ARGS)
+
+test: lint typecheck unit  ## the whole suite: what .ci/run calls
+
+bench: $(UV)  ## benchmarks/README.md: sitesync vs Scrapy vs a bare aiohttp loop
+	$(UV) sync --locked --extra dev --extra bench
+	$(UV) run --no-sync python benchmarks/run.py $(BENCH_ARGS)
+
+crawl: install  ## make crawl URL=https://example.org ARGS="--max-pages 500"
+	$(UV) run --no-sync sitesync crawl $(URL) $(ARGS)
+
+clean:
+	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,110 @@
+"""Exclusivity and fencing across real processes sharing one SQLite file."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sitesync.models import RunStatus, TaskState
+from sitesync.testing import LoopbackSite, SiteSpec
+from tests.acceptance._cli import crawl_args, read_run, sitesync
+from tests.acceptance.test_crash_and_stop import wait_for_progress
+
+pytestmark = pytest.mark.slow
+
+ACQUIRER = """
+import asyncio, json, sys, time
+from sitesync.models import TaskReport
+from sitesync.store.sqlite.store import SqliteStore
+
+async def main(db, worker, start_at):
+    store = await SqliteStore.open(db)
+    await asyncio.sleep(max(0.0, start_at - time.time()))  # both start together
+    got = []
+    while True:
+        leases = await store.acquire(1, worker_id=worker, limit=7, lease_seconds=60)
+        if not leases:
+            break
+        got += [lease.task_id for lease in leases]
+        await store.report(1, [TaskReport(lease=l, ok=True, http_status=200) for l in leases])
+    await store.close()
+    print(json.dumps(got))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
+"""
+
+
+def test_two_processes_acquiring_at_once_never_get_the_same_task(tmp_path: Path) -> None:
+    import asyncio
+
+    from sitesync.models import NewTask, RunConfig
+    from sitesync.store.sqlite.store import SqliteStore
+
+    db = tmp_path / "shared.db"
+
+    async def setup() -> None:
+        store = await SqliteStore.open(db)
+        run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+        await store.transition_run(run.id, RunStatus.RUNNING)
+        tasks = [NewTask(url=f"http://a.test/{n}", host="a.test", depth=1) for n in range(1500)]
+        await store.add_tasks(run.id, tasks)
+        await store.close()
+
+    asyncio.run(setup())
+    start_at = str(time.time() + 2.0)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ACQUIRER, str(db), f"w{n}", start_at],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    results = [json.loads(proc.communicate(timeout=60)[0]) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    first, second = (set(r) for r in results)
+    assert first and second  # both really competed
+    assert not first & second
+    assert len(first) + len(second) == 1500
+    run, counts, _ = read_run(db)
+    assert run.counters.completed == counts[TaskState.COMPLETED] == 1500
+
+
+def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path) -> None:
+    db = tmp_path / "zombie.db"
+    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=30, delay=0.3)).start()
+    try:
+        common = crawl_args(db, "--concurrency", "4", "--lease-seconds", "1")
+        zombie = sitesync("crawl", *site.root_urls, *common)
+        wait_for_progress(db, 4)
+        zombie.send_signal(signal.SIGSTOP)
+        _, _, held = read_run(db)
+        taken = {t.url for t in held if t.state is TaskState.ASSIGNED}
+        assert taken  # it was stopped holding leases
+        time.sleep(1.5)  # past its lease
+
+        rescuer = sitesync("crawl", "--resume", "1", *common)
+        _, rescuer_err = rescuer.communicate(timeout=60)
+        assert rescuer.returncode == 0, rescuer_err
+        before, _, _ = read_run(db)
+        assert before.status is RunStatus.COMPLETED
+
+        zombie.send_signal(signal.SIGCONT)
+        _, zombie_err = zombie.communicate(timeout=30)
+        assert "rejected: its lease expired and was taken over" in zombie_err
+
+        after, counts, tasks = read_run(db)
+        assert after.counters == before.counters  # the late reports changed nothing
+        pages = len(site.page_urls())
+        assert after.counters.completed == counts[TaskState.COMPLETED] == pages
+        assert after.counters.pages_fetched == pages
+        owners = {t.url: t.lease_owner for t in tasks}
+        assert all(owner is None for owner in owners.values())
+    finally:
+        site.stop()

@@ -1,0 +1,281 @@
+"""The frontier rules (SPEC F1-F4), written against the store interface.
+
+Every backend in ``tests/conftest.py:BACKENDS`` must pass all of these unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from sitesync.errors import IllegalTransition, RunNotFound
+from sitesync.models import (
+    NewTask,
+    ReportVerdict,
+    RunConfig,
+    RunStatus,
+    TaskReport,
+    TaskState,
+)
+from sitesync.store.base import Store
+
+
+def task(n: int, host: str = "a.test", depth: int = 1, priority: int = 0) -> NewTask:
+    return NewTask(url=f"http://{host}/p/{n}", host=host, depth=depth, priority=priority)
+
+
+async def running_run(store: Store, **config: object) -> int:
+    run = await store.create_run(RunConfig(seeds=("http://a.test/",), **config))  # type: ignore[arg-type]
+    await store.transition_run(run.id, RunStatus.RUNNING)
+    return run.id
+
+
+async def assert_counters_match_tasks(store: Store, run_id: int) -> None:
+    counts = await store.count_tasks(run_id)
+    counters = (await store.get_run(run_id)).counters
+    assert counters.pending == counts[TaskState.PENDING]
+    assert counters.assigned == counts[TaskState.ASSIGNED]
+    assert counters.completed == counts[TaskState.COMPLETED]
+    assert counters.failed == counts[TaskState.FAILED]
+    assert counters.tasks_total == sum(counts.values())
+
+
+async def test_dedup_discards_a_url_already_in_the_run_in_any_state(store: Store) -> None:
+    run_id = await running_run(store)
+    assert await store.add_tasks(run_id, [task(1), task(2), task(1)]) == 2
+    [lease, _] = await store.acquire(run_id, worker_id="w", limit=2, lease_seconds=30)
+    await store.report(run_id, [TaskReport(lease=lease, ok=True, http_status=200)])
+    # completed, assigned and pending URLs are all discarded on rediscovery
+    assert await store.add_tasks(run_id, [task(1), task(2), task(3)]) == 1
+    assert (await store.get_run(run_id)).counters.tasks_total == 3
+    await assert_counters_match_tasks(store, run_id)
+
+
+async def test_the_same_url_in_another_run_is_a_separate_task(store: Store) -> None:
+    first, second = await running_run(store), await running_run(store)
+    assert await store.add_tasks(first, [task(1)]) == 1
+    assert await store.add_tasks(second, [task(1)]) == 1
+
+
+async def test_depth_is_fixed_at_discovery(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1, depth=2)])
+    await store.add_tasks(run_id, [task(1, depth=0)])
+    stored = await store.get_task(run_id, "http://a.test/p/1")
+    assert stored is not None and stored.depth == 2 and stored.state is TaskState.PENDING
+
+
+async def test_max_pages_caps_admission_and_duplicates_do_not_count(store: Store) -> None:
+    run_id = await running_run(store, max_pages=5)
+    assert await store.add_tasks(run_id, [task(1), task(1), task(2)]) == 2
+    assert await store.add_tasks(run_id, [task(2), task(3), task(4), task(5), task(6)]) == 3
+    assert await store.add_tasks(run_id, [task(7)]) == 0
+    assert (await store.get_run(run_id)).counters.tasks_total == 5
+
+
+async def test_acquire_leases_by_priority_and_counts_attempts(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1), task(2, priority=5), task(3)])
+    leases = await store.acquire(run_id, worker_id="w1", limit=2, lease_seconds=30)
+    assert {lease.url for lease in leases} == {"http://a.test/p/2", "http://a.test/p/1"}
+    assert all(lease.attempt_count == 1 for lease in leases)
+    stored = await store.get_task(run_id, "http://a.test/p/2")
+    assert stored is not None
+    assert stored.state is TaskState.ASSIGNED and stored.lease_owner == "w1"
+    await assert_counters_match_tasks(store, run_id)
+
+
+async def test_a_task_is_never_leased_twice_at_once(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(n) for n in range(200)])
+    batches = await asyncio.gather(
+        *(store.acquire(run_id, worker_id=f"w{n}", limit=30, lease_seconds=30) for n in range(8))
+    )
+    ids = [lease.task_id for batch in batches for lease in batch]
+    assert len(ids) == len(set(ids)) == 200
+    assert await store.acquire(run_id, worker_id="late", limit=10, lease_seconds=30) == []
+
+
+async def test_exclude_hosts_skips_those_hosts(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1, "a.test"), task(2, "b.test"), task(3, "a.test")])
+    leases = await store.acquire(
+        run_id, worker_id="w", limit=10, lease_seconds=30, exclude_hosts=["a.test"]
+    )
+    assert [lease.host for lease in leases] == ["b.test"]
+
+
+async def test_expired_lease_is_reclaimed_by_the_next_acquire(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    [old] = await store.acquire(run_id, worker_id="dead", limit=1, lease_seconds=0.05)
+    assert await store.acquire(run_id, worker_id="w2", limit=1, lease_seconds=30) == []
+    await asyncio.sleep(0.1)
+    [new] = await store.acquire(run_id, worker_id="w2", limit=1, lease_seconds=30)
+    assert new.task_id == old.task_id and new.token != old.token and new.attempt_count == 2
+    await assert_counters_match_tasks(store, run_id)
+
+
+async def test_a_report_under_a_lost_lease_changes_nothing(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    [old] = await store.acquire(run_id, worker_id="zombie", limit=1, lease_seconds=0.05)
+    await asyncio.sleep(0.1)
+    [new] = await store.acquire(run_id, worker_id="w2", limit=1, lease_seconds=30)
+    before = await store.get_run(run_id)
+    late = TaskReport(lease=old, ok=True, http_status=200, bytes_fetched=10, discovered=(task(9),))
+    assert await store.report(run_id, [late]) == [ReportVerdict.LEASE_LOST]
+    assert await store.renew_leases(run_id, worker_id="zombie", lease_seconds=30) == 0
+    assert (await store.get_run(run_id)).counters == before.counters
+    stored = await store.get_task(run_id, old.url)
+    assert stored is not None and stored.state is TaskState.ASSIGNED
+    assert stored.lease_owner == "w2"
+    assert await store.get_task(run_id, "http://a.test/p/9") is None
+    # the current holder's report is accepted
+    assert await store.report(run_id, [TaskReport(lease=new, ok=True, http_status=200)]) == [
+        ReportVerdict.ACCEPTED
+    ]
+
+
+async def test_completion_records_status_counters_and_discoveries_atomically(
+    store: Store,
+) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    report = TaskReport(
+        lease=lease,
+        ok=True,
+        http_status=404,
+        bytes_fetched=123,
+        discovered=(task(2, depth=2), task(1), task(3, depth=2)),
+    )
+    assert await store.report(run_id, [report]) == [ReportVerdict.ACCEPTED]
+    run = await store.get_run(run_id)
+    assert run.counters.completed == 1 and run.counters.pages_fetched == 1
+    assert run.counters.bytes_fetched == 123 and run.counters.pending == 2
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None and stored.http_status == 404
+    await assert_counters_match_tasks(store, run_id)
+    # a second report under the same (now finished) lease is rejected
+    assert await store.report(run_id, [report]) == [ReportVerdict.LEASE_LOST]
+
+
+async def test_failures_retry_with_backoff_then_fail_with_last_error(store: Store) -> None:
+    run_id = await running_run(store, max_retries=3)
+    await store.add_tasks(run_id, [task(1)])
+    for attempt in (1, 2):
+        [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+        assert lease.attempt_count == attempt
+        failure = TaskReport(lease=lease, ok=False, error="timeout: slow", retry_delay=0.2)
+        assert await store.report(run_id, [failure]) == [ReportVerdict.ACCEPTED]
+        # not eligible before its retry time
+        assert await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30) == []
+        next_at = await store.next_eligible_at(run_id)
+        assert next_at is not None
+        await asyncio.sleep(0.25)
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    assert lease.attempt_count == 3
+    last = TaskReport(lease=lease, ok=False, http_status=503, error="http_error: HTTP 503")
+    await store.report(run_id, [last])
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None and stored.state is TaskState.FAILED
+    assert stored.last_error == "http_error: HTTP 503" and stored.attempt_count == 3
+    run = await store.get_run(run_id)
+    assert run.counters.failed == 1 and run.counters.retries == 2
+    assert run.counters.pages_fetched == 1  # only the 503 was an HTTP response
+    assert await store.complete_if_drained(run_id)
+
+
+async def test_give_up_fails_at_once(store: Store) -> None:
+    run_id = await running_run(store, max_retries=5)
+    await store.add_tasks(run_id, [task(1)])
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    await store.report(run_id, [TaskReport(lease=lease, ok=False, error="bad", give_up=True)])
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None and stored.state is TaskState.FAILED
+
+
+async def test_release_returns_tasks_to_pending(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(n) for n in range(4)])
+    leases = await store.acquire(run_id, worker_id="w", limit=4, lease_seconds=30)
+    assert await store.release(run_id, leases[:1]) == 1
+    assert await store.release(run_id, leases[:1]) == 0  # already released: fenced
+    assert await store.release_worker(run_id, worker_id="w") == 3
+    await assert_counters_match_tasks(store, run_id)
+    assert (await store.get_run(run_id)).counters.pending == 4
+
+
+async def test_renew_extends_only_the_holders_leases(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=0.2)
+    assert await store.renew_leases(run_id, worker_id="w", lease_seconds=30) == 1
+    await asyncio.sleep(0.3)
+    # renewed: not reclaimable by another worker
+    assert await store.acquire(run_id, worker_id="other", limit=1, lease_seconds=30) == []
+
+
+async def test_run_transitions_are_enforced(store: Store) -> None:
+    run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+    assert run.status is RunStatus.QUEUED
+    running = await store.transition_run(run.id, RunStatus.RUNNING)
+    assert running.started_at is not None
+    stopped = await store.transition_run(run.id, RunStatus.STOPPED, reason="user")
+    assert stopped.ended_at is not None and stopped.status_reason == "user"
+    resumed = await store.transition_run(run.id, RunStatus.RUNNING)
+    assert resumed.ended_at is None
+    await store.transition_run(run.id, RunStatus.CANCELLED)
+    with pytest.raises(IllegalTransition, match="cancelled"):
+        await store.transition_run(run.id, RunStatus.RUNNING)
+    assert (await store.get_run(run.id)).status is RunStatus.CANCELLED
+    with pytest.raises(RunNotFound):
+        await store.get_run(run.id + 1000)
+
+
+async def test_complete_if_drained_only_when_nothing_is_left(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    assert not await store.complete_if_drained(run_id)
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    assert not await store.complete_if_drained(run_id)
+    await store.report(run_id, [TaskReport(lease=lease, ok=True, http_status=200)])
+    assert await store.complete_if_drained(run_id)
+    run = await store.get_run(run_id)
+    assert run.status is RunStatus.COMPLETED and run.ended_at is not None
+
+
+async def test_counters_stay_exact_under_a_random_mix_of_operations(store: Store) -> None:
+    rng = random.Random(7)
+    run_id = await running_run(store, max_retries=2)
+    await store.add_tasks(run_id, [task(n, host=f"h{n % 3}.test") for n in range(60)])
+    held = []
+    for _ in range(150):
+        op = rng.choice(["acquire", "report", "release", "add", "expire"])
+        if op == "acquire":
+            held += await store.acquire(
+                run_id, worker_id=rng.choice("ab"), limit=rng.randint(1, 8), lease_seconds=30
+            )
+        elif op == "report" and held:
+            batch = [held.pop(rng.randrange(len(held))) for _ in range(min(len(held), 3))]
+            reports = [
+                TaskReport(
+                    lease=lease,
+                    ok=rng.random() < 0.6,
+                    http_status=rng.choice([0, 200, 500]),
+                    error="x",
+                    discovered=(task(rng.randint(0, 120)),),
+                )
+                for lease in batch
+            ]
+            await store.report(run_id, reports)
+        elif op == "release" and held:
+            await store.release(run_id, [held.pop()])
+        elif op == "add":
+            await store.add_tasks(run_id, [task(rng.randint(0, 150))])
+        elif op == "expire":
+            await store.acquire(run_id, worker_id="c", limit=2, lease_seconds=0.0)
+    await assert_counters_match_tasks(store, run_id)
