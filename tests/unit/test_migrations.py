@@ -1,0 +1,46 @@
+"""Applying every migration gives exactly the checked-in, readable schema.sql."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+from sitesync.store.sqlite.store import SqliteStore
+
+
+def schema_of(conn: sqlite3.Connection) -> set[tuple[str, str, str]]:
+    rows = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master "
+        "WHERE name NOT LIKE 'sqlite_%' AND name != 'schema_migrations'"
+    )
+    return {(t, n, " ".join((sql or "").split())) for t, n, sql in rows}
+
+
+def test_migrations_produce_schema_sql(tmp_path: Path) -> None:
+    db = tmp_path / "migrated.db"
+
+    async def open_and_close() -> None:
+        await (await SqliteStore.open(db)).close()
+
+    asyncio.run(open_and_close())
+    migrated = sqlite3.connect(db)
+    reference = sqlite3.connect(":memory:")
+    script = resources.files("sitesync.store.sqlite").joinpath("schema.sql").read_text()
+    reference.executescript(script)
+    assert schema_of(migrated) == schema_of(reference)
+    versions = [row[0] for row in migrated.execute("SELECT version FROM schema_migrations")]
+    assert versions == [1]
+
+
+def test_opening_twice_applies_nothing_again(tmp_path: Path) -> None:
+    db = tmp_path / "twice.db"
+
+    async def open_twice() -> None:
+        for _ in range(2):
+            await (await SqliteStore.open(db)).close()
+
+    asyncio.run(open_twice())
+    count = sqlite3.connect(db).execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]
+    assert count == 1
