@@ -24,7 +24,9 @@ DEFAULT_DB = "sitesync.db"
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SITESYNC_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="SITESYNC_", extra="forbid", use_attribute_docstrings=True
+    )
 
     db: str = DEFAULT_DB
     """Where the store lives: a SQLite file path (the default, ``./sitesync.db``)."""
@@ -58,12 +60,19 @@ class Settings(BaseSettings):
     """The User-Agent header: name your crawler and give a contact URL."""
 
     connect_timeout: float = Field(10.0, gt=0)
+    """Seconds to establish a connection."""
+
     read_timeout: float = Field(20.0, gt=0)
+    """Longest silence, in seconds, between two reads of a response."""
+
     total_timeout: float = Field(60.0, gt=0)
+    """Seconds for a whole request, body included (flag: ``--timeout``)."""
+
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0)
     """Largest body kept, counted after decompression; larger ones end as ``too_large``."""
 
     max_redirects: int = Field(10, ge=0)
+    """Redirects followed per request before it ends as ``invalid``."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Settings:
@@ -113,6 +122,20 @@ class Settings(BaseSettings):
                 jitter=min(1.0, self.retry_backoff),
             ),
         )
+
+
+def settings_reference() -> str:
+    """The Markdown table of every setting, as docs/settings.md shows it."""
+    lines = [
+        "| setting | environment variable | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, info in Settings.model_fields.items():
+        default = info.default
+        shown = f"`{default}`" if default != "" else '`""`'
+        meaning = " ".join((info.description or "").split())
+        lines.append(f"| `{name}` | `SITESYNC_{name.upper()}` | {shown} | {meaning} |")
+    return "\n".join(lines) + "\n"
 
 
 def load_settings(**overrides: Any) -> Settings:
