@@ -185,7 +185,16 @@ def run_tool(
     else:
         db = workdir / "sitesync.db"
         cmd = [sys.executable, "-m", "sitesync", "crawl", *server.root_urls, "--db", str(db)]
-        cmd += ["--concurrency", c, "--per-host-concurrency", c, "--delay", "0"]
+        cmd += [
+            "--concurrency",
+            c,
+            "--per-host-concurrency",
+            c,
+            "--delay",
+            "0",
+            "--no-robots",
+            "--no-sitemaps",
+        ]
         cmd += ["--no-progress", "--summary-json", str(out_json)]
 
     before = server.stats()

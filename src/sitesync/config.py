@@ -56,6 +56,18 @@ class Settings(BaseSettings):
     in_flight_limit: int = Field(0, ge=0)
     """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
 
+    respect_robots: bool = True
+    """Obey robots.txt (RFC 9309): disallowed URLs are never requested (flag: ``--robots``)."""
+
+    sitemaps: bool = True
+    """Admit the URLs that the seeds' hosts list in their sitemaps."""
+
+    max_crawl_delay: float = Field(60.0, ge=0)
+    """Largest robots.txt Crawl-delay honoured, in seconds; longer ones are capped."""
+
+    max_retry_after: float = Field(3600.0, ge=0)
+    """Largest Retry-After honoured, in seconds; longer ones are capped."""
+
     user_agent: str = DEFAULT_USER_AGENT
     """The User-Agent header: name your crawler and give a contact URL."""
 
@@ -116,6 +128,11 @@ class Settings(BaseSettings):
             per_host_delay=self.delay,
             lease_seconds=self.lease_seconds,
             in_flight_limit=self.in_flight_limit,
+            respect_robots=self.respect_robots,
+            sitemaps=self.sitemaps,
+            sitemap_max_bytes=self.max_body_bytes,
+            max_crawl_delay=self.max_crawl_delay,
+            max_retry_after=self.max_retry_after,
             retry=RetryPolicy(
                 initial=self.retry_backoff,
                 maximum=self.retry_backoff_max,

@@ -72,6 +72,8 @@ class RunConfig:
     max_depth: int | None = None
     max_pages: int | None = None
     max_retries: int = 3
+    # Hosts that joined the scope during the run: where a seed's redirects led.
+    extra_hosts: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +113,7 @@ class Run:
     ended_at: float | None = None
     status_reason: str | None = None
     last_activity_at: float | None = None
+    seeded_at: float | None = None  # seeds and sitemaps admitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +156,9 @@ class TaskReport:
     retry_delay: float = 0.0  # on failure with attempts left: wait this long before retrying
     give_up: bool = False  # on failure: FAILED now, whatever attempts are left (not transient)
     discovered: Sequence[NewTask] = field(default_factory=tuple)
+    outcome: str | None = None  # the fetch's FetchOutcome value
+    final_url: str | None = None  # where redirects ended
+    redirects: tuple[tuple[str, str, int], ...] = ()  # (from_url, to_url, status) hops
 
 
 class ReportVerdict(enum.StrEnum):
@@ -175,3 +181,17 @@ class Task:
     lease_expires_at: float | None
     last_error: str | None
     http_status: int | None
+    outcome: str | None = None
+    final_url: str | None = None
+    redirects: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A site across runs. Its root's redirects name its canonical host and aliases."""
+
+    host: str
+    canonical_host: str | None
+    aliases: tuple[str, ...]
+    first_seen_at: float
+    updated_at: float

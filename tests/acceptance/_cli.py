@@ -26,7 +26,7 @@ def sitesync(*args: str, **popen: object) -> subprocess.Popen[str]:
 def crawl_args(db: Path, *extra: str) -> list[str]:
     return [
         "--db", str(db), "--no-progress", "--delay", "0", "--per-host-concurrency", "0",
-        "--retry-backoff", "0.05", *extra,
+        "--retry-backoff", "0.05", "--no-robots", "--no-sitemaps", *extra,
     ]  # fmt: skip
 
 

@@ -29,6 +29,7 @@ def task(n: int, host: str = "a.test", depth: int = 1, priority: int = 0) -> New
 async def running_run(store: Store, **config: object) -> int:
     run = await store.create_run(RunConfig(seeds=("http://a.test/",), **config))  # type: ignore[arg-type]
     await store.transition_run(run.id, RunStatus.RUNNING)
+    await store.mark_seeded(run.id)
     return run.id
 
 

@@ -22,6 +22,8 @@ def fast_settings(tmp_path: Path, **overrides: object) -> Settings:
         "delay": 0,
         "retry_backoff": 0.01,
         "retry_backoff_max": 0.05,
+        "respect_robots": False,
+        "sitemaps": False,
     }
     values.update(overrides)
     return load_settings(**values)

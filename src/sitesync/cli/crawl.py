@@ -70,6 +70,13 @@ def crawl_command(
         int | None, typer.Option(help="Tasks held at once; 0 = 2 x concurrency. [0]")
     ] = None,
     user_agent: Annotated[str | None, typer.Option(help="User-Agent header.")] = None,
+    robots: Annotated[
+        bool | None, typer.Option("--robots/--no-robots", help="Obey robots.txt. [on]")
+    ] = None,
+    sitemaps: Annotated[
+        bool | None,
+        typer.Option("--sitemaps/--no-sitemaps", help="Admit URLs from the seeds' sitemaps. [on]"),
+    ] = None,
     timeout: Annotated[float | None, typer.Option(help="Total seconds per request. [60]")] = None,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest body kept. [10 MiB]")] = None,
     progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
@@ -92,6 +99,8 @@ def crawl_command(
         retry_backoff=retry_backoff,
         in_flight_limit=in_flight_limit,
         user_agent=user_agent,
+        respect_robots=robots,
+        sitemaps=sitemaps,
         total_timeout=timeout,
         max_body_bytes=max_body_bytes,
     )

@@ -7,7 +7,7 @@ bodies and 404s are all :class:`FetchOutcome` values on a :class:`FetchResult`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -19,7 +19,8 @@ class FetchOutcome(enum.StrEnum):
     UNREACHABLE = "unreachable"  # DNS failure, connection refused or reset
     TIMEOUT = "timeout"  # connect, read or total timeout
     TOO_LARGE = "too_large"  # body over ``max_body_bytes`` (after decompression)
-    INVALID = "invalid"  # redirect loop or limit, truncated body, bad encoding, bad URL
+    REDIRECT_NOT_FOLLOWED = "redirect_not_followed"  # to an out-of-scope or non-HTTP URL
+    INVALID = "invalid"  # redirect loop or limit, truncated body, binary as text, bad URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,15 @@ class FetchLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class RedirectHop:
+    """One step of a redirect chain, in the order the server sent them."""
+
+    from_url: str
+    to_url: str
+    status: int
+
+
+@dataclass(frozen=True, slots=True)
 class FetchResult:
     url: str
     outcome: FetchOutcome
@@ -43,6 +53,8 @@ class FetchResult:
     body: bytes = b""
     error: str | None = None
     elapsed: float = 0.0
+    redirects: tuple[RedirectHop, ...] = ()
+    retry_after: float | None = None  # seconds the server asked us to wait (429/503)
 
     @property
     def content_type(self) -> str:
@@ -60,11 +72,21 @@ class FetchResult:
         return self.status == 429 or 500 <= self.status <= 599
 
 
+#: Decides whether a redirect target may be followed (scope check); called per hop.
+FollowPolicy = Callable[[str], bool]
+
+
 class Fetcher(Protocol):
     """Turns a URL into a :class:`FetchResult`. Used as an async context manager."""
 
-    async def fetch(self, url: str) -> FetchResult:
-        """Fetch ``url``; never raises for server or network behaviour."""
+    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+        """Fetch ``url``; never raises for server or network behaviour.
+
+        Redirects are followed hop by hop up to ``max_redirects`` and recorded in
+        ``redirects``. A hop to a non-HTTP URL, or one ``may_follow`` rejects, is not
+        followed: the result is that 3xx response with outcome ``REDIRECT_NOT_FOLLOWED``.
+        A chain that revisits a URL ends as ``INVALID`` ("redirect loop").
+        """
         ...
 
     async def __aenter__(self) -> Fetcher: ...

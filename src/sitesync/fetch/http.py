@@ -1,14 +1,34 @@
-"""The default fetcher: aiohttp with timeouts and a streamed body cap."""
+"""The default fetcher: aiohttp, redirects followed hop by hop, every limit enforced.
+
+Redirects are followed by hand (``allow_redirects=False``) so that every hop is recorded,
+loops are caught, and a hop out of scope or to a non-HTTP scheme is recorded instead of
+followed. The body is streamed and counted after decompression, so neither a huge body
+nor a gzip bomb is ever held in memory past ``max_body_bytes``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import time
+from collections.abc import Mapping
 
 import aiohttp
+import yarl
 
-from sitesync.fetch.base import FetchLimits, FetchOutcome, FetchResult
+from sitesync.fetch.base import (
+    FetchLimits,
+    FetchOutcome,
+    FetchResult,
+    FollowPolicy,
+    RedirectHop,
+)
+from sitesync.urls import resolve_link
 
 DEFAULT_USER_AGENT = "sitesync/0.1 (+https://github.com/sitesync/sitesync)"
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml")
 
 
 class HttpFetcher:
@@ -32,14 +52,11 @@ class HttpFetcher:
             limit_per_host=0,  # per-host politeness is the worker's job, not the pool's
             ttl_dns_cache=300,
         )
-        timeout = aiohttp.ClientTimeout(
-            total=self.limits.total_timeout,
-            sock_connect=self.limits.connect_timeout,
-            sock_read=self.limits.read_timeout,
-        )
         self._session = aiohttp.ClientSession(
             connector=connector,
-            timeout=timeout,
+            timeout=aiohttp.ClientTimeout(
+                sock_connect=self.limits.connect_timeout, sock_read=self.limits.read_timeout
+            ),
             headers={"User-Agent": self.user_agent},
             # Cookies would make a crawl depend on the order pages were fetched in.
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -51,26 +68,60 @@ class HttpFetcher:
             await self._session.close()
             self._session = None
 
-    async def fetch(self, url: str) -> FetchResult:
-        if self._session is None:
-            raise RuntimeError("HttpFetcher used outside 'async with'")
+    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         started = time.monotonic()
         try:
+            # The total timeout covers the whole chain, body included: a server that
+            # drips one byte a second cannot hold a worker past it.
+            async with asyncio.timeout(self.limits.total_timeout):
+                return await self._follow(url, may_follow, started)
+        except TimeoutError:
+            return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
+
+    async def _follow(
+        self, url: str, may_follow: FollowPolicy | None, started: float
+    ) -> FetchResult:
+        hops: list[RedirectHop] = []
+        seen = {url}
+        current = url
+        while True:
+            result = await self._request(current, started)
+            location = result.headers.get("location")
+            if result.status not in _REDIRECT_STATUSES or not location:
+                return _with_chain(result, url, hops)
+            target = resolve_link(current, location)
+            hops.append(RedirectHop(current, target or location, result.status))
+            chain = tuple(hops)
+            if target is None or (may_follow is not None and not may_follow(target)):
+                why = "not an http(s) URL" if target is None else "out of scope"
+                return _redirect_result(url, result, chain, f"redirect to {location} ({why})")
+            if target in seen:
+                return _chain_failure(url, chain, f"redirect loop back to {target}", started)
+            if len(hops) > self.limits.max_redirects:
+                limit = self.limits.max_redirects
+                return _chain_failure(url, chain, f"more than {limit} redirects", started)
+            seen.add(target)
+            current = target
+
+    async def _request(self, url: str, started: float) -> FetchResult:
+        if self._session is None:
+            raise RuntimeError("HttpFetcher used outside 'async with'")
+        try:
             async with self._session.get(
-                url, allow_redirects=True, max_redirects=self.limits.max_redirects
+                yarl.URL(url, encoded=True), allow_redirects=False
             ) as response:
                 headers = {k.lower(): v for k, v in response.headers.items()}
                 status = response.status
-                final_url = str(response.url)
+                if status in _REDIRECT_STATUSES:
+                    return FetchResult(url=url, outcome=FetchOutcome.SUCCESS, status=status,
+                                       final_url=url, headers=headers)  # fmt: skip
                 body, too_large = await self._read_capped(response)
-        except aiohttp.TooManyRedirects:
-            return _failed(url, FetchOutcome.INVALID, "too many redirects", started)
         except aiohttp.ClientPayloadError as exc:
             return _failed(url, FetchOutcome.INVALID, f"truncated or corrupt body: {exc}", started)
         except aiohttp.InvalidURL as exc:
             return _failed(url, FetchOutcome.INVALID, f"invalid URL: {exc}", started)
-        except (TimeoutError, aiohttp.ServerTimeoutError):
-            return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
+        except aiohttp.ServerTimeoutError:
+            return _failed(url, FetchOutcome.TIMEOUT, "timed out waiting for the server", started)
         except aiohttp.ClientConnectorError as exc:
             return _failed(url, FetchOutcome.UNREACHABLE, f"cannot connect: {exc}", started)
         except (aiohttp.ClientError, OSError) as exc:
@@ -79,27 +130,19 @@ class HttpFetcher:
         elapsed = time.monotonic() - started
         if too_large:
             return FetchResult(
-                url=url,
-                outcome=FetchOutcome.TOO_LARGE,
-                status=status,
-                final_url=final_url,
-                headers=headers,
+                url=url, outcome=FetchOutcome.TOO_LARGE, status=status, final_url=url,
+                headers=headers, elapsed=elapsed,
                 error=f"body larger than {self.limits.max_body_bytes} bytes",
-                elapsed=elapsed,
-            )
+            )  # fmt: skip
+        outcome, error = _classify(status, headers, body)
         return FetchResult(
-            url=url,
-            outcome=_outcome_of(status),
-            status=status,
-            final_url=final_url,
-            headers=headers,
-            body=body,
-            error=None if status < 400 else f"HTTP {status}",
-            elapsed=elapsed,
-        )
+            url=url, outcome=outcome, status=status, final_url=url, headers=headers,
+            body=body if outcome is not FetchOutcome.INVALID else b"", error=error,
+            elapsed=elapsed, retry_after=_retry_after(status, headers),
+        )  # fmt: skip
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
-        """Read the (decompressed) body, stopping as soon as it passes the cap."""
+        """Read the decompressed body, stopping as soon as it passes the cap."""
         cap = self.limits.max_body_bytes
         declared = response.content_length
         if declared is not None and declared > cap and "content-encoding" not in response.headers:
@@ -115,12 +158,63 @@ class HttpFetcher:
         return b"".join(chunks), False
 
 
-def _outcome_of(status: int) -> FetchOutcome:
+def _classify(
+    status: int, headers: Mapping[str, str], body: bytes
+) -> tuple[FetchOutcome, str | None]:
     if status in (401, 403, 451):
-        return FetchOutcome.BLOCKED
+        return FetchOutcome.BLOCKED, f"HTTP {status}"
     if status >= 400:
-        return FetchOutcome.HTTP_ERROR
-    return FetchOutcome.SUCCESS
+        return FetchOutcome.HTTP_ERROR, f"HTTP {status}"
+    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if content_type in _TEXT_TYPES and b"\x00" in body[:4096]:
+        # NUL bytes never occur in real text: a binary file labelled as text.
+        return FetchOutcome.INVALID, f"binary content served as {content_type}"
+    return FetchOutcome.SUCCESS, None
+
+
+def _retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP-date), on 429 and 503."""
+    if status not in (429, 503):
+        return None
+    value = headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _with_chain(result: FetchResult, url: str, hops: list[RedirectHop]) -> FetchResult:
+    if not hops:
+        return result
+    return FetchResult(
+        url=url, outcome=result.outcome, status=result.status, final_url=result.url,
+        headers=result.headers, body=result.body, error=result.error,
+        elapsed=result.elapsed, redirects=tuple(hops), retry_after=result.retry_after,
+    )  # fmt: skip
+
+
+def _redirect_result(
+    url: str, last: FetchResult, chain: tuple[RedirectHop, ...], error: str
+) -> FetchResult:
+    return FetchResult(
+        url=url, outcome=FetchOutcome.REDIRECT_NOT_FOLLOWED, status=last.status,
+        final_url=last.url, headers=last.headers, error=error, elapsed=last.elapsed,
+        redirects=chain,
+    )  # fmt: skip
+
+
+def _chain_failure(
+    url: str, chain: tuple[RedirectHop, ...], error: str, started: float
+) -> FetchResult:
+    return FetchResult(
+        url=url, outcome=FetchOutcome.INVALID, error=error, redirects=chain,
+        elapsed=time.monotonic() - started,
+    )  # fmt: skip
 
 
 def _failed(url: str, outcome: FetchOutcome, error: str, started: float) -> FetchResult:

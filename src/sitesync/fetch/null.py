@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sitesync.fetch.base import FetchOutcome, FetchResult
+from sitesync.fetch.base import FetchOutcome, FetchResult, FollowPolicy
 
 
 class NullFetcher:
@@ -19,7 +19,7 @@ class NullFetcher:
     async def __aexit__(self, *exc_info: object) -> None:
         return None
 
-    async def fetch(self, url: str) -> FetchResult:
+    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         if self._respond is not None:
             return self._respond(url)
         return FetchResult(

@@ -1,4 +1,9 @@
-"""Per-host concurrency and spacing between request starts."""
+"""Per-host politeness: concurrency, spacing between request starts, and back-off.
+
+The spacing of a host is the larger of the configured delay and the host's robots.txt
+Crawl-delay. A host that answered 429/503 with Retry-After is paused until then: nothing
+starts on it before, and the worker defers that host's tasks instead of holding slots.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,11 @@ from dataclasses import dataclass, field
 
 
 @dataclass(slots=True)
-class _HostState:
+class _Host:
     semaphore: asyncio.Semaphore
-    next_start: float = 0.0
+    delay: float
+    next_start: float = 0.0  # monotonic
+    paused_until: float = 0.0  # wall clock (comparable with the store's eligibility times)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -22,26 +29,51 @@ class HostLimiter:
     ``concurrency`` 0 means no per-host cap (the benchmark's setting).
     """
 
-    def __init__(self, *, concurrency: int, delay: float) -> None:
+    def __init__(self, *, concurrency: int, delay: float, max_delay: float = 60.0) -> None:
         self.concurrency = concurrency
         self.delay = delay
-        self._hosts: dict[str, _HostState] = {}
+        self.max_delay = max_delay
+        self._hosts: dict[str, _Host] = {}
 
-    @contextlib.asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[None]:
-        if self.concurrency <= 0 and self.delay <= 0:
-            yield
-            return
+    def _host(self, host: str) -> _Host:
         state = self._hosts.get(host)
         if state is None:
             size = self.concurrency if self.concurrency > 0 else 1_000_000
-            state = self._hosts[host] = _HostState(asyncio.Semaphore(size))
+            state = self._hosts[host] = _Host(asyncio.Semaphore(size), self.delay)
+        return state
+
+    def honour_crawl_delay(self, host: str, crawl_delay: float | None) -> None:
+        """Space this host's requests by its robots.txt Crawl-delay (capped at max_delay)."""
+        if crawl_delay is not None:
+            self._host(host).delay = max(self.delay, min(crawl_delay, self.max_delay))
+
+    def pause(self, host: str, until: float) -> None:
+        """Start nothing on ``host`` before wall-clock time ``until`` (Retry-After)."""
+        state = self._host(host)
+        state.paused_until = max(state.paused_until, until)
+
+    def paused_until(self, host: str) -> float:
+        state = self._hosts.get(host)
+        return 0.0 if state is None else state.paused_until
+
+    def paused_hosts(self, *, longer_than: float = 0.0) -> list[str]:
+        horizon = time.time() + longer_than
+        return [name for name, state in self._hosts.items() if state.paused_until > horizon]
+
+    @contextlib.asynccontextmanager
+    async def slot(self, host: str) -> AsyncIterator[None]:
+        if self.concurrency <= 0 and self.delay <= 0 and host not in self._hosts:
+            yield
+            return
+        state = self._host(host)
         async with state.semaphore:
-            if self.delay > 0:
-                # The lock makes waiters take their turns in order, each one delay apart.
-                async with state.lock:
-                    wait = state.next_start - time.monotonic()
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    state.next_start = time.monotonic() + self.delay
+            # The lock makes waiters take their turns in order, each one delay apart.
+            async with state.lock:
+                pause = state.paused_until - time.time()
+                if pause > 0:
+                    await asyncio.sleep(pause)
+                wait = state.next_start - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                state.next_start = time.monotonic() + state.delay
             yield

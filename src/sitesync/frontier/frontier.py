@@ -22,7 +22,12 @@ class Frontier:
         self.run_id = run.id
         seeds = [normalize_url(seed) for seed in run.config.seeds]
         self.seeds = tuple(dict.fromkeys(seeds))
-        self.scope = Scope.from_config(run.config, frozenset(url_host(s) for s in self.seeds))
+        self.scope = _scope_of(run, self.seeds)
+
+    def refresh(self, run: Run) -> None:
+        """Pick up hosts another worker (or this one) added to the run's scope."""
+        if run.config.extra_hosts and not set(run.config.extra_hosts) <= self.scope.seed_hosts:
+            self.scope = _scope_of(run, self.seeds)
 
     def candidates(self, urls: Iterable[str], *, depth: int) -> list[NewTask]:
         """Scope already-normalized URLs found at ``depth``; duplicates in the batch dropped."""
@@ -44,6 +49,11 @@ class Frontier:
     async def seed(self) -> int:
         """Admit the run's seeds at depth 0 (a no-op for seeds already in the run)."""
         return await self.admit(self.seeds, depth=0)
+
+
+def _scope_of(run: Run, seeds: tuple[str, ...]) -> Scope:
+    hosts = frozenset(url_host(s) for s in seeds) | frozenset(run.config.extra_hosts)
+    return Scope.from_config(run.config, hosts)
 
 
 def normalize_seeds(seeds: Iterable[str]) -> list[str]:

@@ -11,9 +11,12 @@ from sitesync.models import RunConfig
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """By default a run stays on its seeds' hosts; ``allowed_domains`` widens that to whole
-    domains with their subdomains. Include patterns (any must match) and exclude patterns
-    (none may match) are regular expressions searched in the normalized URL."""
+    """Which URLs a run may crawl.
+
+    By default a run stays on its seeds' hosts (and the hosts its seeds redirect to);
+    ``allowed_domains`` widens that to whole domains with their subdomains. Include
+    patterns (any must match) and exclude patterns (none may match) are regular
+    expressions searched in the normalized URL."""
 
     seed_hosts: frozenset[str]
     allowed_domains: tuple[str, ...] = ()

@@ -29,12 +29,14 @@ from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+from sitesync.fetch.base import Fetcher
 from sitesync.fetch.politeness import HostLimiter
+from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import Lease, NewTask, ReportVerdict, Run, RunStatus, TaskReport
-from sitesync.plugins.builtin.links import extract_links
+from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
+from sitesync.runs.page import DEFER_AFTER_SECONDS, Deferral, PageAttempts
+from sitesync.runs.seeding import seed_run
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,11 @@ class WorkerOptions:
     poll_interval: float = 0.5
     drain_timeout: float = 10.0  # run left "running" elsewhere: let in-flight fetches finish
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    respect_robots: bool = True
+    sitemaps: bool = True
+    sitemap_max_bytes: int = 50 * 1024 * 1024
+    max_crawl_delay: float = 60.0
+    max_retry_after: float = 3600.0
 
     @property
     def held_limit(self) -> int:
@@ -93,16 +100,36 @@ class CrawlWorker:
         *,
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
+        robots_fetcher: Fetcher | None = None,
     ) -> None:
         self.store = store
         self.run_id = run.id
+        self._run = run
         self.fetcher = fetcher
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or new_worker_id()
         self.frontier = Frontier(store, run)
         self.stats = WorkerStats()
         self._limiter = HostLimiter(
-            concurrency=self.options.per_host_concurrency, delay=self.options.per_host_delay
+            concurrency=self.options.per_host_concurrency,
+            delay=self.options.per_host_delay,
+            max_delay=self.options.max_crawl_delay,
+        )
+        # robots.txt and sitemaps are plain HTTP even when pages are rendered in a browser.
+        self._plain_fetcher = robots_fetcher or fetcher
+        self._robots = (
+            RobotsCache(self._plain_fetcher, user_agent=getattr(fetcher, "user_agent", "*"))
+            if self.options.respect_robots
+            else None
+        )
+        self._attempts = PageAttempts(
+            store=store,
+            fetcher=fetcher,
+            frontier=self.frontier,
+            limiter=self._limiter,
+            robots=self._robots,
+            retry=self.options.retry,
+            max_retry_after=self.options.max_retry_after,
         )
         self._queue: asyncio.Queue[Lease] = asyncio.Queue()
         self._held: Counter[str] = Counter()
@@ -122,7 +149,6 @@ class CrawlWorker:
 
     async def run(self) -> WorkerExit:
         """Crawl until the run drains, stop() is called, or the run leaves ``running``."""
-        await self.frontier.seed()
         side = [
             self._spawn(self._feed(), "feed"),
             self._spawn(self._flush_reports_forever(), "report"),
@@ -132,6 +158,8 @@ class CrawlWorker:
                 for n in range(self.options.concurrency)
             ),
         ]
+        if self._run.seeded_at is None:
+            side.append(self._spawn(self._seed(), "seed"))
         try:
             await self._done.wait()
             if self._exit is WorkerExit.RUN_NOT_RUNNING and self._failure is None:
@@ -208,7 +236,7 @@ class CrawlWorker:
                     worker_id=self.worker_id,
                     limit=room,
                     lease_seconds=options.lease_seconds,
-                    exclude_hosts=[h for h, n in self._held.items() if n >= options.held_per_host],
+                    exclude_hosts=self._hosts_to_skip(),
                 )
                 for lease in leases:
                     self._held[lease.host] += 1
@@ -222,6 +250,23 @@ class CrawlWorker:
             self._room.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._room.wait(), options.poll_interval)
+
+    def _hosts_to_skip(self) -> list[str]:
+        """Hosts this worker holds enough of, or that asked us to back off."""
+        full = [h for h, n in self._held.items() if n >= self.options.held_per_host]
+        return full + self._limiter.paused_hosts(longer_than=DEFER_AFTER_SECONDS)
+
+    async def _seed(self) -> None:
+        await seed_run(
+            self.store,
+            self.frontier,
+            fetcher=self._plain_fetcher,
+            limiter=self._limiter,
+            robots=self._robots,
+            sitemaps=self.options.sitemaps,
+            sitemap_max_bytes=self.options.sitemap_max_bytes,
+        )
+        self._room.set()
 
     async def _wait_for_work(self) -> None:
         """Nothing eligible and nothing in hand: finish, or sleep until something may be."""
@@ -248,54 +293,39 @@ class CrawlWorker:
             lease = await self._queue.get()
             self._active += 1
             try:
-                async with self._limiter.slot(lease.host):
-                    result = await self.fetcher.fetch(lease.url)
-                report = self._report_for(lease, result)
+                outcome = await self._attempts.attempt(lease)
             except Exception as exc:
                 # A bug on one page (a parser crash, a fetcher fault) is recorded on that
                 # page and retried like any failure; it never takes the crawl down.
                 log.exception("internal error on %s", lease.url)
-                self.stats.errors += 1
-                report = TaskReport(
+                outcome = TaskReport(
                     lease=lease,
                     ok=False,
                     error=f"internal error: {type(exc).__name__}: {exc}",
                     retry_delay=self.options.retry.delay(lease.attempt_count),
                 )
-            self._reports.append(report)
+            if isinstance(outcome, Deferral):
+                await self.store.release(self.run_id, [lease], not_before=outcome.until)
+                self._let_go(lease.host)
+            else:
+                self._count(outcome)
+                self._reports.append(outcome)
             self._active -= 1
             if not self._active:
                 self._idle.set()
             if len(self._reports) >= self.options.report_batch:
                 self._report_now.set()
 
-    def _report_for(self, lease: Lease, result: FetchResult) -> TaskReport:
-        if result.status > 0:
+    def _count(self, report: TaskReport) -> None:
+        if report.http_status > 0:
             self.stats.fetched += 1
-        if result.retryable:
+        if not report.ok:
             self.stats.errors += 1
-            return TaskReport(
-                lease=lease,
-                ok=False,
-                http_status=result.status,
-                error=_describe(result),
-                retry_delay=self.options.retry.delay(lease.attempt_count),
-            )
-        if result.status == 0:
-            # No response and nothing transient about it (bad URL, redirect loop, ...).
-            self.stats.errors += 1
-            return TaskReport(lease=lease, ok=False, error=_describe(result), give_up=True)
-        discovered: tuple[NewTask, ...] = ()
-        if result.outcome is FetchOutcome.SUCCESS and result.is_html and result.body:
-            links = extract_links(result.body, result.final_url or lease.url)
-            discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
-        return TaskReport(
-            lease=lease,
-            ok=True,
-            http_status=result.status,
-            bytes_fetched=len(result.body),
-            discovered=discovered,
-        )
+
+    def _let_go(self, host: str) -> None:
+        self._held[host] -= 1
+        self._held_total -= 1
+        self._room.set()
 
     # -- reporting ------------------------------------------------------------------------
 
@@ -334,11 +364,6 @@ class CrawlWorker:
                 self.run_id, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
             )
             run = await self.store.get_run(self.run_id)
+            self.frontier.refresh(run)
             if run.status is not RunStatus.RUNNING:
                 self._finish(WorkerExit.RUN_NOT_RUNNING)
-
-
-def _describe(result: FetchResult) -> str:
-    if result.error:
-        return f"{result.outcome.value}: {result.error}"
-    return f"{result.outcome.value}: HTTP {result.status}"

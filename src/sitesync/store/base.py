@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from sitesync.models import (
+    Domain,
     Lease,
     NewTask,
     ReportVerdict,
@@ -65,8 +66,14 @@ class FrontierStore(Protocol):
         """Extend every lease ``worker_id`` holds in the run; return how many."""
         ...
 
-    async def release(self, run_id: int, leases: Sequence[Lease]) -> int:
-        """Return leased tasks to PENDING without recording an attempt outcome."""
+    async def release(
+        self, run_id: int, leases: Sequence[Lease], *, not_before: float | None = None
+    ) -> int:
+        """Return leased tasks to PENDING as if never attempted.
+
+        Their ``attempt_count`` goes back down (the attempt did not happen); with
+        ``not_before`` they are not eligible again before that time (a host backing off).
+        """
         ...
 
     async def release_worker(self, run_id: int, *, worker_id: str) -> int:
@@ -95,6 +102,14 @@ class FrontierStore(Protocol):
 class RunStore(Protocol):
     """Runs and their lifecycle."""
 
+    async def mark_seeded(self, run_id: int) -> None:
+        """Record that the run's seeds and sitemaps were admitted."""
+        ...
+
+    async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
+        """Add hosts to the run's ``extra_hosts`` (where its seeds redirect to)."""
+        ...
+
     async def create_run(self, config: RunConfig) -> Run:
         """Create a run in status ``queued``."""
         ...
@@ -116,7 +131,24 @@ class RunStore(Protocol):
         ...
 
 
-class Store(FrontierStore, RunStore, Protocol):
+class DomainStore(Protocol):
+    """Sites across runs."""
+
+    async def record_root_redirect(
+        self, host: str, *, canonical_host: str, aliases: Sequence[str]
+    ) -> Domain:
+        """Persist where ``host``'s root redirects: its canonical host and alias hosts.
+
+        Aliases accumulate across calls; the canonical host is the latest seen.
+        """
+        ...
+
+    async def get_domain(self, host: str) -> Domain | None:
+        """The domain, or None if it was never recorded."""
+        ...
+
+
+class Store(FrontierStore, RunStore, DomainStore, Protocol):
     """A whole backend."""
 
     async def close(self) -> None:

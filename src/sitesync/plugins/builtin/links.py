@@ -7,7 +7,7 @@ from selectolax.lexbor import LexborHTMLParser
 from sitesync.urls import resolve_link
 
 
-def extract_links(body: bytes, base_url: str) -> list[str]:
+def extract_links(body: str | bytes, base_url: str) -> list[str]:
     """Normalized, crawlable URLs of every ``<a href>`` (and ``<base href>``-aware)."""
     tree = LexborHTMLParser(body)
     base = tree.css_first("base[href]")

@@ -21,7 +21,8 @@ UPDATE runs
 -- name: complete_run_if_drained
 UPDATE runs
    SET status = 'completed', ended_at = :now, last_activity_at = :now, status_reason = NULL
- WHERE id = :run_id AND status = 'running' AND pending = 0 AND assigned = 0;
+ WHERE id = :run_id AND status = 'running' AND pending = 0 AND assigned = 0
+   AND seeded_at IS NOT NULL;  -- sitemaps may still add work until seeding is done
 
 -- name: insert_task
 -- ON CONFLICT DO NOTHING is the dedup pre-flight: a URL already in the run, in any
@@ -84,6 +85,9 @@ UPDATE runs
 UPDATE tasks
    SET state = 'completed',
        http_status = :http_status,
+       outcome = :outcome,
+       final_url = :final_url,
+       redirects = :redirects,
        lease_owner = NULL,
        lease_token = NULL,
        lease_expires_at = NULL,
@@ -99,6 +103,9 @@ UPDATE tasks
        next_eligible_at = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN :retry_at
                                ELSE next_eligible_at END,
        http_status = :http_status,
+       outcome = :outcome,
+       final_url = :final_url,
+       redirects = :redirects,
        last_error = :error,
        lease_owner = NULL,
        lease_token = NULL,
@@ -108,8 +115,11 @@ UPDATE tasks
 RETURNING state;
 
 -- name: release_lease
+-- The attempt never happened: undo its count, and hold the task back if asked.
 UPDATE tasks
    SET state = 'pending',
+       attempt_count = MAX(attempt_count - 1, 0),
+       next_eligible_at = COALESCE(:not_before, next_eligible_at),
        lease_owner = NULL,
        lease_token = NULL,
        lease_expires_at = NULL,
@@ -119,6 +129,7 @@ UPDATE tasks
 -- name: release_worker
 UPDATE tasks
    SET state = 'pending',
+       attempt_count = MAX(attempt_count - 1, 0),
        lease_owner = NULL,
        lease_token = NULL,
        lease_expires_at = NULL,
@@ -144,3 +155,20 @@ SELECT * FROM tasks
 
 -- name: count_by_state
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = :run_id GROUP BY state;
+
+-- name: mark_seeded
+UPDATE runs SET seeded_at = :now WHERE id = :run_id AND seeded_at IS NULL;
+
+-- name: update_run_config
+UPDATE runs SET config = :config WHERE id = :run_id;
+
+-- name: select_domain
+SELECT * FROM domains WHERE host = :host;
+
+-- name: upsert_domain_redirect
+INSERT INTO domains (host, canonical_host, aliases, first_seen_at, updated_at)
+VALUES (:host, :canonical_host, :aliases, :now, :now)
+ON CONFLICT (host) DO UPDATE
+   SET canonical_host = excluded.canonical_host,
+       aliases = excluded.aliases,
+       updated_at = excluded.updated_at;

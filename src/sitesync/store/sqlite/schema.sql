@@ -1,3 +1,6 @@
+-- The current schema, for reading. Migrations in migrations/ produce exactly this
+-- (tests/unit/test_migrations.py checks it).
+
 -- Runs with their exact counters: every counter moves in the same transaction
 -- as the task transition that causes it, so they survive any crash exactly.
 CREATE TABLE runs (
@@ -16,7 +19,8 @@ CREATE TABLE runs (
     failed           INTEGER NOT NULL DEFAULT 0,
     pages_fetched    INTEGER NOT NULL DEFAULT 0,
     bytes_fetched    INTEGER NOT NULL DEFAULT 0,
-    retries          INTEGER NOT NULL DEFAULT 0
+    retries          INTEGER NOT NULL DEFAULT 0,
+    seeded_at        REAL
 );
 
 -- One row per normalized URL per run: the UNIQUE constraint is the dedup pre-flight.
@@ -38,10 +42,19 @@ CREATE TABLE tasks (
     http_status      INTEGER,
     discovered_at    REAL    NOT NULL,
     updated_at       REAL    NOT NULL,
+    outcome          TEXT,
+    final_url        TEXT,
+    redirects        TEXT,                      -- JSON [[from_url, to_url, status], ...]
     UNIQUE (run_id, url)
 );
 
--- Partial indexes keep acquire and reclaim proportional to the work they find,
--- not to the size of the frontier.
 CREATE INDEX tasks_pending_by_priority ON tasks (run_id, priority DESC, id) WHERE state = 'pending';
 CREATE INDEX tasks_assigned_by_expiry ON tasks (run_id, lease_expires_at) WHERE state = 'assigned';
+
+CREATE TABLE domains (
+    host           TEXT PRIMARY KEY,
+    canonical_host TEXT,
+    aliases        TEXT NOT NULL DEFAULT '[]',  -- JSON array of hosts
+    first_seen_at  REAL NOT NULL,
+    updated_at     REAL NOT NULL
+);

@@ -16,6 +16,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +29,7 @@ from sitesync.errors import (
 )
 from sitesync.models import (
     RUN_TRANSITIONS,
+    Domain,
     Lease,
     NewTask,
     ReportVerdict,
@@ -239,6 +241,62 @@ class SqliteStore:
             )
             return cursor.rowcount == 1
 
+    async def mark_seeded(self, run_id: int) -> None:
+        await self._call(self._mark_seeded, run_id)
+
+    def _mark_seeded(self, run_id: int) -> None:
+        with self._write() as conn:
+            conn.execute(_Q["mark_seeded"], {"run_id": run_id, "now": self._clock()})
+
+    async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
+        return await self._call(self._extend_scope, run_id, tuple(hosts))
+
+    def _extend_scope(self, run_id: int, hosts: tuple[str, ...]) -> Run:
+        with self._write() as conn:
+            run = self._select_run(conn, run_id)
+            extra = tuple(dict.fromkeys((*run.config.extra_hosts, *hosts)))
+            if extra != run.config.extra_hosts:
+                config = replace(run.config, extra_hosts=extra)
+                conn.execute(
+                    _Q["update_run_config"],
+                    {"run_id": run_id, "config": json.dumps(config.to_json())},
+                )
+                run = self._select_run(conn, run_id)
+            return run
+
+    # -- domains --------------------------------------------------------------------------
+
+    async def record_root_redirect(
+        self, host: str, *, canonical_host: str, aliases: Sequence[str]
+    ) -> Domain:
+        return await self._call(self._record_root_redirect, host, canonical_host, tuple(aliases))
+
+    def _record_root_redirect(
+        self, host: str, canonical_host: str, aliases: tuple[str, ...]
+    ) -> Domain:
+        with self._write() as conn:
+            row = conn.execute(_Q["select_domain"], {"host": host}).fetchone()
+            known = tuple(json.loads(row["aliases"])) if row is not None else ()
+            merged = [a for a in dict.fromkeys((*known, *aliases)) if a != canonical_host]
+            conn.execute(
+                _Q["upsert_domain_redirect"],
+                {
+                    "host": host,
+                    "canonical_host": canonical_host,
+                    "aliases": json.dumps(merged),
+                    "now": self._clock(),
+                },
+            )
+            return _domain_from_row(conn.execute(_Q["select_domain"], {"host": host}).fetchone())
+
+    async def get_domain(self, host: str) -> Domain | None:
+        return await self._call(self._get_domain, host)
+
+    def _get_domain(self, host: str) -> Domain | None:
+        with self._errors():
+            row = self._connection().execute(_Q["select_domain"], {"host": host}).fetchone()
+        return None if row is None else _domain_from_row(row)
+
     # -- frontier -------------------------------------------------------------------------
 
     async def add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
@@ -385,6 +443,7 @@ class SqliteStore:
                     "task_id": lease.task_id,
                     "token": lease.token,
                     "http_status": report.http_status,
+                    **_outcome_params(report),
                     "now": now,
                 },
             )
@@ -399,6 +458,7 @@ class SqliteStore:
                 "give_up": report.give_up,
                 "http_status": report.http_status or None,
                 "error": report.error or "failed",
+                **_outcome_params(report),
                 "now": now,
             },
         ).fetchone()
@@ -420,19 +480,26 @@ class SqliteStore:
                 },
             ).rowcount
 
-    async def release(self, run_id: int, leases: Sequence[Lease]) -> int:
+    async def release(
+        self, run_id: int, leases: Sequence[Lease], *, not_before: float | None = None
+    ) -> int:
         if not leases:
             return 0
-        return await self._call(self._release, run_id, leases)
+        return await self._call(self._release, run_id, leases, not_before)
 
-    def _release(self, run_id: int, leases: Sequence[Lease]) -> int:
+    def _release(self, run_id: int, leases: Sequence[Lease], not_before: float | None) -> int:
         now = self._clock()
         with self._write() as conn:
             released = 0
             for lease in leases:
                 released += conn.execute(
                     _Q["release_lease"],
-                    {"task_id": lease.task_id, "token": lease.token, "now": now},
+                    {
+                        "task_id": lease.task_id,
+                        "token": lease.token,
+                        "not_before": not_before,
+                        "now": now,
+                    },
                 ).rowcount
             if released:
                 conn.execute(
@@ -545,6 +612,24 @@ def _counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
     return params
 
 
+def _outcome_params(report: TaskReport) -> dict[str, Any]:
+    return {
+        "outcome": report.outcome,
+        "final_url": report.final_url,
+        "redirects": json.dumps(report.redirects) if report.redirects else None,
+    }
+
+
+def _domain_from_row(row: sqlite3.Row) -> Domain:
+    return Domain(
+        host=row["host"],
+        canonical_host=row["canonical_host"],
+        aliases=tuple(json.loads(row["aliases"])),
+        first_seen_at=row["first_seen_at"],
+        updated_at=row["updated_at"],
+    )
+
+
 def _run_from_row(row: sqlite3.Row) -> Run:
     return Run(
         id=row["id"],
@@ -565,6 +650,7 @@ def _run_from_row(row: sqlite3.Row) -> Run:
         ended_at=row["ended_at"],
         status_reason=row["status_reason"],
         last_activity_at=row["last_activity_at"],
+        seeded_at=row["seeded_at"],
     )
 
 
@@ -583,4 +669,9 @@ def _task_from_row(row: sqlite3.Row) -> Task:
         lease_expires_at=row["lease_expires_at"],
         last_error=row["last_error"],
         http_status=row["http_status"],
+        outcome=row["outcome"],
+        final_url=row["final_url"],
+        redirects=tuple(
+            (str(a), str(b), int(c)) for a, b, c in json.loads(row["redirects"] or "[]")
+        ),
     )

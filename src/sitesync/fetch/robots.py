@@ -1,0 +1,118 @@
+"""robots.txt with RFC 9309 semantics, cached per host.
+
+- 2xx: the rules apply (parsed by ``protego``; at most ``max_bytes`` are read).
+- 4xx (401 and 403 included, as RFC 9309 §2.3.1.3 says): no rules, everything allowed.
+- 5xx, unreachable, timeout: everything disallowed until ``error_ttl`` has passed, then
+  fetched again (RFC 9309 §2.3.1.4).
+- Redirects are followed (up to the fetcher's limit), even to another host.
+
+Verdicts are cached for ``ttl`` (24 h by default, the RFC's recommended maximum).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+
+from protego import Protego
+
+from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+
+Gate = Callable[[], AbstractAsyncContextManager[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsVerdict:
+    allowed: bool
+    reason: str | None = None  # why not, for last_error
+    crawl_delay: float | None = None
+    retry_at: float | None = None  # disallowed because unreachable: ask again after this
+
+
+@dataclass(slots=True)
+class _Entry:
+    expires_at: float
+    rules: Protego | None = None  # None: allow all (4xx)
+    unreachable: str | None = None  # set: disallow all until expires_at
+    sitemaps: tuple[str, ...] = ()
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class RobotsCache:
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        *,
+        user_agent: str,
+        ttl: float = 24 * 3600,
+        error_ttl: float = 300,
+        max_bytes: int = 512 * 1024,
+    ) -> None:
+        self._fetcher = fetcher
+        # Match rules on the product token (the User-Agent's first word), as RFC 9309 asks.
+        self._agent = user_agent.split("/", 1)[0].split()[0] if user_agent.strip() else "*"
+        self.ttl = ttl
+        self.error_ttl = error_ttl
+        self.max_bytes = max_bytes
+        self._entries: dict[str, _Entry] = {}
+
+    async def check(self, url: str, origin: str, *, gate: Gate | None = None) -> RobotsVerdict:
+        """May ``url`` be fetched? ``origin`` is ``scheme://host[:port]`` of the URL.
+
+        ``gate``, when given, wraps the robots.txt request itself (the host's politeness
+        slot: robots.txt is a request to the host like any other).
+        """
+        entry = await self._entry(origin, gate)
+        if entry.unreachable is not None:
+            return RobotsVerdict(
+                allowed=False,
+                reason=f"robots.txt unreachable ({entry.unreachable})",
+                retry_at=entry.expires_at,
+            )
+        if entry.rules is None:
+            return RobotsVerdict(allowed=True)
+        delay = entry.rules.crawl_delay(self._agent)
+        if not entry.rules.can_fetch(url, self._agent):
+            return RobotsVerdict(allowed=False, reason="robots.txt disallows it", crawl_delay=delay)
+        return RobotsVerdict(allowed=True, crawl_delay=delay)
+
+    async def sitemaps(self, origin: str) -> tuple[str, ...]:
+        """``Sitemap:`` URLs listed in the origin's robots.txt."""
+        return (await self._entry(origin, None)).sitemaps
+
+    def is_fresh(self, origin: str) -> bool:
+        entry = self._entries.get(origin)
+        return entry is not None and entry.expires_at > time.time()
+
+    async def _entry(self, origin: str, gate: Gate | None) -> _Entry:
+        entry = self._entries.get(origin)
+        if entry is None:
+            entry = self._entries[origin] = _Entry(expires_at=0.0)
+        if entry.expires_at > time.time():
+            return entry
+        async with entry.lock:  # one fetch per origin, however many URLs wait for it
+            if entry.expires_at <= time.time():
+                async with gate() if gate is not None else contextlib.nullcontext():
+                    result = await self._fetcher.fetch(origin + "/robots.txt")
+                self._update(entry, result)
+        return entry
+
+    def _update(self, entry: _Entry, result: FetchResult) -> None:
+        now = time.time()
+        entry.rules, entry.unreachable, entry.sitemaps = None, None, ()
+        if result.status >= 500 or result.status == 0:
+            entry.unreachable = (
+                f"HTTP {result.status}" if result.status else (result.error or result.outcome)
+            )
+            entry.expires_at = now + self.error_ttl
+            return
+        entry.expires_at = now + self.ttl
+        if 200 <= result.status < 300 and result.outcome is FetchOutcome.SUCCESS:
+            text = result.body[: self.max_bytes].decode("utf-8", errors="replace")
+            entry.rules = Protego.parse(text)
+            entry.sitemaps = tuple(entry.rules.sitemaps)
+        # Any other answer (4xx, a too-large body, a redirect out of reach): allow all.

@@ -1,0 +1,169 @@
+"""One attempt at one leased URL: robots.txt, politeness, fetch, and what to report.
+
+Everything a server can do ends in a :class:`TaskReport` (or a :class:`Deferral` when the
+host asked us to back off before we even tried), never in an exception.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import time
+from dataclasses import dataclass, replace
+
+from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
+from sitesync.fetch.politeness import HostLimiter
+from sitesync.fetch.robots import RobotsCache
+from sitesync.frontier.frontier import Frontier
+from sitesync.frontier.retry import RetryPolicy
+from sitesync.models import Lease, NewTask, TaskReport
+from sitesync.plugins.builtin.links import extract_links
+from sitesync.store.base import Store
+from sitesync.urls import url_host
+
+log = logging.getLogger(__name__)
+
+#: A host paused for longer than this gets its tasks deferred rather than waited for.
+DEFER_AFTER_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Deferral:
+    """Give the lease back untried; the task is not eligible before ``until``."""
+
+    lease: Lease
+    until: float
+
+
+class PageAttempts:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        fetcher: Fetcher,
+        frontier: Frontier,
+        limiter: HostLimiter,
+        robots: RobotsCache | None,
+        retry: RetryPolicy,
+        max_retry_after: float,
+    ) -> None:
+        self.store = store
+        self.fetcher = fetcher
+        self.frontier = frontier
+        self.limiter = limiter
+        self.robots = robots
+        self.retry = retry
+        self.max_retry_after = max_retry_after
+
+    async def attempt(self, lease: Lease) -> TaskReport | Deferral:
+        paused_until = self.limiter.paused_until(lease.host)
+        if paused_until > time.time() + DEFER_AFTER_SECONDS:
+            return Deferral(lease, paused_until)
+        if self.robots is not None:
+            blocked = await self._robots_verdict(lease)
+            if blocked is not None:
+                return blocked
+        async with self.limiter.slot(lease.host):
+            result = await self.fetcher.fetch(lease.url, may_follow=self._may_follow(lease))
+        if result.retry_after is not None:
+            wait = min(result.retry_after, self.max_retry_after)
+            self.limiter.pause(lease.host, time.time() + wait)
+        if lease.depth == 0 and result.redirects:
+            await self._record_root_redirect(lease, result)
+        return self._report(lease, result)
+
+    async def _robots_verdict(self, lease: Lease) -> TaskReport | None:
+        assert self.robots is not None
+        origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
+        verdict = await self.robots.check(
+            lease.url, origin, gate=lambda: self.limiter.slot(lease.host)
+        )
+        self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
+        if verdict.allowed:
+            return None
+        error = f"blocked: {verdict.reason}"
+        if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
+            delay = max(verdict.retry_at - time.time(), self.retry.delay(lease.attempt_count))
+            return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,
+                              outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
+        return TaskReport(lease=lease, ok=False, error=error, give_up=True,
+                          outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
+
+    def _may_follow(self, lease: Lease) -> FollowPolicy:
+        if lease.depth == 0:
+            # A seed's redirects define the site (http -> https, bare -> www): follow them.
+            return _any_url
+        scope = self.frontier.scope
+        return lambda target: scope.admits(target, url_host(target), lease.depth)
+
+    async def _record_root_redirect(self, lease: Lease, result: FetchResult) -> None:
+        final = result.final_url or lease.url
+        canonical = url_host(final)
+        hosts = [url_host(hop.from_url) for hop in result.redirects]
+        aliases = [h for h in dict.fromkeys(hosts) if h != canonical]
+        await self.store.record_root_redirect(lease.host, canonical_host=canonical, aliases=aliases)
+        if canonical not in self.frontier.scope.seed_hosts and same_site(lease.host, canonical):
+            run = await self.store.extend_scope(lease.run_id, [canonical])
+            self.frontier.refresh(run)
+
+    def _report(self, lease: Lease, result: FetchResult) -> TaskReport:
+        base = TaskReport(
+            lease=lease,
+            ok=False,
+            http_status=result.status,
+            outcome=result.outcome.value,
+            final_url=result.final_url if result.final_url != lease.url else None,
+            redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
+        )
+        if result.retryable:
+            delay = self.retry.delay(lease.attempt_count)
+            if result.retry_after is not None:
+                delay = max(delay, min(result.retry_after, self.max_retry_after))
+            return replace(base, error=describe(result), retry_delay=delay)
+        if result.status == 0:
+            # No response and nothing transient about it (redirect loop, bad URL, ...).
+            return replace(base, error=describe(result), give_up=True)
+        discovered: tuple[NewTask, ...] = ()
+        if result.outcome is FetchOutcome.SUCCESS and result.is_html and result.body:
+            text = decode_html(result.body, result.headers.get("content-type", ""))
+            links = extract_links(text, result.final_url or lease.url)
+            discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
+        return replace(
+            base,
+            ok=True,
+            bytes_fetched=len(result.body),
+            discovered=discovered,
+            error=None if result.outcome is FetchOutcome.SUCCESS else describe(result),
+        )
+
+
+def _any_url(url: str) -> bool:
+    return True
+
+
+def same_site(host: str, other: str) -> bool:
+    """Whether two hosts are one site: equal but for ``www.``, or one under the other."""
+    a = host.rsplit(":", 1)[0].removeprefix("www.")
+    b = other.rsplit(":", 1)[0].removeprefix("www.")
+    return a == b or a.endswith("." + b) or b.endswith("." + a)
+
+
+def decode_html(body: bytes, content_type: str) -> str:
+    """Decode with the declared charset; unknown or wrong ones degrade to UTF-8 with
+    replacement characters instead of failing (links are almost always ASCII)."""
+    charset = "utf-8"
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip("\"'")
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        charset = "utf-8"
+    return body.decode(charset, errors="replace")
+
+
+def describe(result: FetchResult) -> str:
+    if result.error:
+        return f"{result.outcome.value}: {result.error}"
+    return f"{result.outcome.value}: HTTP {result.status}"
