@@ -1,22 +1,51 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from sitesync.store.base import Store
+from sitesync.store.postgres.store import PostgresStore
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import LoopbackSite, SiteSpec
+from tests import _postgres
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A real PostgreSQL server for the session; an error (never a skip) when there is none."""
+    with contextlib.ExitStack() as stack:
+        try:
+            dsn = stack.enter_context(_postgres.postgres_server())
+        except _postgres.PostgresUnavailable as exc:
+            problem = str(exc)  # failed outside the except: one line, no chained traceback
+        else:
+            problem = ""
+        if problem:
+            pytest.fail(problem, pytrace=False)
+        yield dsn
+
+
+@pytest.fixture
+def postgres_schema(postgres_dsn: str) -> Iterator[str]:
+    """An empty schema of its own for one test."""
+    with _postgres.schema(postgres_dsn) as name:
+        yield name
 
 
 @pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """A fresh, empty store of each backend (a real database, never a fake)."""
+    opened: Store
     if request.param == "sqlite":
         opened = await SqliteStore.open(tmp_path / "store.db")
+    elif request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        opened = await PostgresStore.open(dsn, schema=request.getfixturevalue("postgres_schema"))
     else:  # pragma: no cover - new backends register here
         raise AssertionError(request.param)
     try:

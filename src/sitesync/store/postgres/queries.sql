@@ -1,0 +1,239 @@
+-- Query names match sqlite/queries.sql wherever both backends have the query, so the
+-- two files can be read side by side. PostgreSQL-only queries come last.
+
+-- name: insert_run
+INSERT INTO runs (status, config, created_at, last_activity_at)
+VALUES (%(status)s, %(config)s, %(now)s, %(now)s)
+RETURNING *;
+
+-- name: select_run
+SELECT * FROM runs WHERE id = %(run_id)s;
+
+-- name: select_runs
+SELECT * FROM runs ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: update_run_status
+UPDATE runs
+   SET status = %(status)s,
+       status_reason = %(reason)s,
+       started_at = COALESCE(started_at, CASE WHEN %(status)s::text = 'running' THEN %(now)s END),
+       ended_at = CASE WHEN %(terminal)s THEN %(now)s ELSE NULL END,
+       last_activity_at = %(now)s
+ WHERE id = %(run_id)s AND status = %(expected)s
+RETURNING *;
+
+-- name: complete_run_if_drained
+UPDATE runs
+   SET status = 'completed', ended_at = %(now)s, last_activity_at = %(now)s, status_reason = NULL
+ WHERE id = %(run_id)s AND status = 'running' AND pending = 0 AND assigned = 0
+   AND seeded_at IS NOT NULL;  -- sitemaps may still add work until seeding is done
+
+-- name: add_admitted
+UPDATE runs
+   SET tasks_total = tasks_total + %(admitted)s,
+       pending = pending + %(admitted)s,
+       last_activity_at = %(now)s
+ WHERE id = %(run_id)s;
+
+-- name: reclaim_expired
+-- Runs inside the acquiring transaction: an expired lease goes back to PENDING
+-- before anything is handed out, so no janitor process is needed.
+UPDATE tasks
+   SET state = 'pending',
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       last_error = 'lease expired (held by ' || lease_owner || ')',
+       updated_at = %(now)s
+ WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_expires_at <= %(now)s;
+
+-- name: acquire
+-- SKIP LOCKED: a row another transaction holds is passed over, never waited for.
+UPDATE tasks
+   SET state = 'assigned',
+       attempt_count = attempt_count + 1,
+       lease_owner = %(worker_id)s,
+       lease_token = %(token)s,
+       lease_expires_at = %(expires_at)s,
+       last_heartbeat = %(now)s,
+       updated_at = %(now)s
+ WHERE id IN (
+        SELECT id FROM tasks
+         WHERE run_id = %(run_id)s
+           AND state = 'pending'
+           AND next_eligible_at <= %(now)s
+           AND host <> ALL(%(exclude_hosts)s::text[])
+         ORDER BY priority DESC, id
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED)
+RETURNING id, url, host, depth, attempt_count;
+
+-- name: move_counters
+UPDATE runs
+   SET pending = pending + %(pending)s,
+       assigned = assigned + %(assigned)s,
+       completed = completed + %(completed)s,
+       failed = failed + %(failed)s,
+       pages_fetched = pages_fetched + %(pages_fetched)s,
+       bytes_fetched = bytes_fetched + %(bytes_fetched)s,
+       retries = retries + %(retries)s,
+       last_activity_at = %(now)s
+ WHERE id = %(run_id)s;
+
+-- name: mark_completed
+UPDATE tasks
+   SET state = 'completed',
+       http_status = %(http_status)s,
+       last_error = %(error)s,  -- a final answer can still be a problem (404, too large)
+       outcome = %(outcome)s,
+       final_url = %(final_url)s,
+       redirects = %(redirects)s,
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = %(now)s
+ WHERE id = %(task_id)s AND state = 'assigned' AND lease_token = %(token)s;
+
+-- name: mark_failed_attempt
+-- PENDING again while attempts are left, FAILED once max_retries attempts were made
+-- (or at once when the failure is not transient).
+UPDATE tasks
+   SET state = CASE WHEN attempt_count < %(max_retries)s AND NOT %(give_up)s THEN 'pending'
+                    ELSE 'failed' END,
+       next_eligible_at = CASE WHEN attempt_count < %(max_retries)s AND NOT %(give_up)s
+                               THEN %(retry_at)s ELSE next_eligible_at END,
+       http_status = %(http_status)s,
+       outcome = %(outcome)s,
+       final_url = %(final_url)s,
+       redirects = %(redirects)s,
+       last_error = %(error)s,
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = %(now)s
+ WHERE id = %(task_id)s AND state = 'assigned' AND lease_token = %(token)s
+RETURNING state;
+
+-- name: release_lease
+-- The attempt never happened: undo its count, and hold the task back if asked.
+UPDATE tasks
+   SET state = 'pending',
+       attempt_count = GREATEST(attempt_count - 1, 0),
+       next_eligible_at = COALESCE(%(not_before)s::double precision, next_eligible_at),
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = %(now)s
+ WHERE id = %(task_id)s AND state = 'assigned' AND lease_token = %(token)s;
+
+-- name: release_worker
+UPDATE tasks
+   SET state = 'pending',
+       attempt_count = GREATEST(attempt_count - 1, 0),
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = %(now)s
+ WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_owner = %(worker_id)s;
+
+-- name: renew_leases
+UPDATE tasks
+   SET lease_expires_at = %(expires_at)s, last_heartbeat = %(now)s
+ WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_owner = %(worker_id)s;
+
+-- name: next_eligible_at
+SELECT MIN(next_eligible_at) AS next_at
+  FROM tasks WHERE run_id = %(run_id)s AND state = 'pending';
+
+-- name: select_task
+SELECT * FROM tasks WHERE run_id = %(run_id)s AND url = %(url)s;
+
+-- name: select_tasks
+SELECT * FROM tasks
+ WHERE run_id = %(run_id)s AND (%(state)s::text IS NULL OR state = %(state)s::text)
+ ORDER BY id
+ LIMIT %(limit)s;
+
+-- name: count_by_state
+SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
+
+-- name: mark_seeded
+UPDATE runs SET seeded_at = %(now)s WHERE id = %(run_id)s AND seeded_at IS NULL;
+
+-- name: update_run_config
+UPDATE runs SET config = %(config)s WHERE id = %(run_id)s
+RETURNING *;
+
+-- name: select_domain
+SELECT * FROM domains WHERE host = %(host)s;
+
+-- name: upsert_domain_redirect
+-- Aliases accumulate in the row itself, in order of first sighting and never naming the
+-- canonical host, so two workers recording the same host at once both keep theirs.
+INSERT INTO domains (host, canonical_host, aliases, first_seen_at, updated_at)
+VALUES (%(host)s, %(canonical_host)s, %(aliases)s::text[], %(now)s, %(now)s)
+ON CONFLICT (host) DO UPDATE
+   SET canonical_host = excluded.canonical_host,
+       aliases = ARRAY(SELECT alias
+                         FROM unnest(domains.aliases || excluded.aliases)
+                              WITH ORDINALITY AS seen (alias, position)
+                        WHERE alias <> excluded.canonical_host
+                        GROUP BY alias
+                        ORDER BY MIN(position)),
+       updated_at = excluded.updated_at
+RETURNING *;
+
+-- PostgreSQL only ----------------------------------------------------------------------
+
+-- name: lock_run
+-- Every transaction that moves counters or admits tasks takes the run row first, so
+-- writers of one run queue here: the max_pages check and the counter updates see the
+-- latest committed row, and task rows are only ever locked after the run row (one lock
+-- order, no deadlocks). NO KEY UPDATE is the lock the counter UPDATE takes anyway; it
+-- does not block the foreign-key checks of task inserts.
+SELECT * FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;
+
+-- name: insert_tasks
+-- The dedup pre-flight and the max_pages cap in one statement. The caller holds the
+-- run row (lock_run), and every insert into a run's tasks takes that lock first, so
+-- NOT EXISTS sees every task of the run: duplicates (in the batch or already stored)
+-- are dropped before LIMIT, and so never count against the cap. LIMIT NULL = no cap.
+-- ON CONFLICT stays as the guarantee should a writer ever skip the run lock.
+WITH inserted AS (
+    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at)
+    SELECT %(run_id)s, fresh.url, fresh.host, 'pending', fresh.depth, fresh.priority,
+           %(now)s, %(now)s
+      FROM (SELECT DISTINCT ON (batch.url) batch.*
+              FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
+                          %(priorities)s::integer[])
+                   WITH ORDINALITY AS batch (url, host, depth, priority, position)
+             WHERE NOT EXISTS (SELECT 1 FROM tasks AS t
+                                WHERE t.run_id = %(run_id)s AND t.url = batch.url)
+             ORDER BY batch.url, batch.position) AS fresh
+     ORDER BY fresh.position
+     LIMIT %(room)s
+    ON CONFLICT (run_id, url) DO NOTHING
+    RETURNING 1)
+SELECT COUNT(*) AS admitted FROM inserted;
+
+-- name: lock_migrations
+-- Two processes starting at once apply the migrations one after the other: the
+-- second waits here, then finds them recorded. Released at commit. The key is any
+-- constant of our own: the bytes of "sitesync" read as one bigint.
+SELECT pg_advisory_xact_lock(x'7369746573796e63'::bigint);
+
+-- name: schema_exists
+SELECT 1 AS found FROM pg_namespace WHERE nspname = %(schema)s;
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer          PRIMARY KEY,
+    name       text             NOT NULL,
+    applied_at double precision NOT NULL
+);
+
+-- name: select_migrations
+SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: insert_migration
+INSERT INTO schema_migrations (version, name, applied_at) VALUES (%(version)s, %(name)s, %(now)s);

@@ -1,0 +1,491 @@
+"""The shared backend: one PostgreSQL database, for workers on any number of machines.
+
+Every write is one transaction that first locks its run's row (``lock_run``): writers of
+one run queue on that row the way SQLite writers queue on the file lock, while other runs
+and readers never wait. Task rows are only ever locked after the run row, so one lock
+order holds everywhere and writers cannot deadlock each other; ``acquire`` still passes
+over locked rows (``FOR UPDATE SKIP LOCKED``) rather than wait for them. A serialization
+failure or deadlock from anything else (an operator's ad-hoc SQL) retries the transaction.
+
+Times are epoch seconds from the store's ``clock``, exactly as in the SQLite store, so both
+backends build the same models and one contract suite checks both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from psycopg import AsyncConnection, errors
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from sitesync.errors import IllegalTransition, RunNotFound, StoreError
+from sitesync.models import (
+    RUN_TRANSITIONS,
+    Domain,
+    Lease,
+    NewTask,
+    ReportVerdict,
+    Run,
+    RunConfig,
+    RunStatus,
+    Task,
+    TaskReport,
+    TaskState,
+)
+from sitesync.store._sql import load_queries
+from sitesync.store.postgres._db import (
+    Conn,
+    apply_migrations,
+    check_schema,
+    connect,
+    describe,
+    errors_at,
+    use_schema,
+)
+from sitesync.store.postgres._rows import (
+    counter_delta,
+    domain_from_row,
+    lease_from_row,
+    outcome_params,
+    run_from_row,
+    task_from_row,
+)
+
+T = TypeVar("T")
+
+_Q = load_queries("sitesync.store.postgres")
+
+# Lock waits end in these only when something outside this store takes locks in another
+# order; the whole transaction is safe to replay (it re-reads everything it decides on).
+_RETRYABLE = (errors.SerializationFailure, errors.DeadlockDetected)
+_ATTEMPTS = 4
+
+
+class PostgresStore:
+    """All store interfaces on one PostgreSQL database (or one schema of it)."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Conn],
+        *,
+        where: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._pool = pool
+        self._where = where
+        self._clock = clock
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        clock: Callable[[], float] = time.time,
+        schema: str | None = None,
+    ) -> PostgresStore:
+        """Bring the schema up to date, then open a pool of ``min_size..max_size`` connections.
+
+        ``schema`` (created if missing) becomes the ``search_path`` of every connection, so
+        several stores can share one database without seeing each other.
+        """
+        where = describe(dsn)
+        check_schema(schema)
+        await cls.migrate(dsn, schema=schema, clock=clock)
+
+        pool = AsyncConnectionPool(
+            dsn,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            configure=None if schema is None else functools.partial(use_schema, schema=schema),
+            name="sitesync",
+        )
+        try:
+            async with errors_at(where, connecting=True):
+                await pool.open(wait=True, timeout=30.0)
+        except BaseException:
+            await pool.close()  # stop its background workers; nothing else holds it
+            raise
+        return cls(pool, where=where, clock=clock)
+
+    @classmethod
+    async def migrate(
+        cls, dsn: str, *, schema: str | None = None, clock: Callable[[], float] = time.time
+    ) -> list[int]:
+        """Apply the migrations the database lacks (for ``sitesync db upgrade``).
+
+        Returns the versions applied now; empty when the schema was already current.
+        """
+        where = describe(dsn)
+        check_schema(schema)
+        async with await connect(dsn, where, schema) as conn, errors_at(where):
+            return await apply_migrations(conn, schema, clock())
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    async def _transaction(self, work: Callable[[Conn], Awaitable[T]]) -> T:
+        self._check_open()
+        async with errors_at(self._where):
+            for attempt in range(1, _ATTEMPTS + 1):
+                try:
+                    async with self._pool.connection() as conn, conn.transaction():
+                        return await work(conn)
+                except _RETRYABLE:
+                    if attempt == _ATTEMPTS:
+                        raise
+                    await asyncio.sleep(random.uniform(0.005, 0.02) * attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _rows(self, query: str, params: dict[str, Any]) -> list[DictRow]:
+        self._check_open()
+        async with errors_at(self._where), self._pool.connection() as conn:
+            cursor = await conn.execute(_Q[query], params)
+            return await cursor.fetchall()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"store {self._where} is closed")
+
+    @staticmethod
+    async def _lock_run(conn: Conn, run_id: int) -> Run | None:
+        row = await (await conn.execute(_Q["lock_run"], {"run_id": run_id})).fetchone()
+        return None if row is None else run_from_row(row)
+
+    @classmethod
+    async def _require_run(cls, conn: Conn, run_id: int) -> Run:
+        run = await cls._lock_run(conn, run_id)
+        if run is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return run
+
+    # -- runs -----------------------------------------------------------------------------
+
+    async def create_run(self, config: RunConfig) -> Run:
+        async def work(conn: Conn) -> Run:
+            params = {
+                "status": RunStatus.QUEUED.value,
+                "config": Jsonb(config.to_json()),
+                "now": self._clock(),
+            }
+            row = await (await conn.execute(_Q["insert_run"], params)).fetchone()
+            assert row is not None  # INSERT ... RETURNING always yields the row
+            return run_from_row(row)
+
+        return await self._transaction(work)
+
+    async def get_run(self, run_id: int) -> Run:
+        rows = await self._rows("select_run", {"run_id": run_id})
+        if not rows:
+            raise RunNotFound(f"no run with id {run_id}")
+        return run_from_row(rows[0])
+
+    async def list_runs(self, *, limit: int = 50) -> list[Run]:
+        return [run_from_row(row) for row in await self._rows("select_runs", {"limit": limit})]
+
+    async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
+        async def work(conn: Conn) -> Run:
+            current = await self._require_run(conn, run_id)
+            if to not in RUN_TRANSITIONS[current.status]:
+                raise IllegalTransition(
+                    f"run {run_id} is {current.status.value}; it cannot become {to.value}"
+                )
+            params = {
+                "run_id": run_id,
+                "status": to.value,
+                "expected": current.status.value,
+                "reason": reason,
+                "terminal": to.is_terminal,
+                "now": self._clock(),
+            }
+            row = await (await conn.execute(_Q["update_run_status"], params)).fetchone()
+            assert row is not None  # the run row is locked: its status cannot have moved
+            return run_from_row(row)
+
+        return await self._transaction(work)
+
+    async def mark_seeded(self, run_id: int) -> None:
+        async def work(conn: Conn) -> None:
+            await conn.execute(_Q["mark_seeded"], {"run_id": run_id, "now": self._clock()})
+
+        await self._transaction(work)
+
+    async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
+        async def work(conn: Conn) -> Run:
+            run = await self._require_run(conn, run_id)
+            extra = tuple(dict.fromkeys((*run.config.extra_hosts, *hosts)))
+            if extra == run.config.extra_hosts:
+                return run
+            config = replace(run.config, extra_hosts=extra)
+            params = {"run_id": run_id, "config": Jsonb(config.to_json())}
+            row = await (await conn.execute(_Q["update_run_config"], params)).fetchone()
+            assert row is not None  # the run row is locked: it still exists
+            return run_from_row(row)
+
+        return await self._transaction(work)
+
+    async def complete_if_drained(self, run_id: int) -> bool:
+        async def work(conn: Conn) -> bool:
+            params = {"run_id": run_id, "now": self._clock()}
+            cursor = await conn.execute(_Q["complete_run_if_drained"], params)
+            return cursor.rowcount == 1
+
+        return await self._transaction(work)
+
+    # -- domains --------------------------------------------------------------------------
+
+    async def record_root_redirect(
+        self, host: str, *, canonical_host: str, aliases: Sequence[str]
+    ) -> Domain:
+        async def work(conn: Conn) -> Domain:
+            params = {
+                "host": host,
+                "canonical_host": canonical_host,
+                "aliases": [a for a in dict.fromkeys(aliases) if a != canonical_host],
+                "now": self._clock(),
+            }
+            row = await (await conn.execute(_Q["upsert_domain_redirect"], params)).fetchone()
+            assert row is not None  # an upsert with RETURNING always yields the row
+            return domain_from_row(row)
+
+        return await self._transaction(work)
+
+    async def get_domain(self, host: str) -> Domain | None:
+        rows = await self._rows("select_domain", {"host": host})
+        return domain_from_row(rows[0]) if rows else None
+
+    # -- frontier -------------------------------------------------------------------------
+
+    async def add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
+        if not tasks:
+            return 0
+
+        async def work(conn: Conn) -> int:
+            run = await self._require_run(conn, run_id)
+            return await _admit(conn, run, tasks, self._clock())
+
+        return await self._transaction(work)
+
+    async def acquire(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        exclude_hosts: Sequence[str] = (),
+    ) -> list[Lease]:
+        async def work(conn: Conn) -> list[Lease]:
+            if await self._lock_run(conn, run_id) is None:
+                return []  # as in SQLite: nothing of an unknown run is eligible
+            now = self._clock()
+            token, expires_at = secrets.randbits(62), now + lease_seconds
+            reclaimed = (
+                await conn.execute(_Q["reclaim_expired"], {"run_id": run_id, "now": now})
+            ).rowcount
+            params = {
+                "run_id": run_id,
+                "worker_id": worker_id,
+                "token": token,
+                "expires_at": expires_at,
+                "now": now,
+                "limit": limit,
+                "exclude_hosts": list(exclude_hosts),
+            }
+            rows = await (await conn.execute(_Q["acquire"], params)).fetchall()
+            moved = len(rows) - reclaimed
+            if rows or reclaimed:
+                delta = counter_delta(run_id, now, pending=-moved, assigned=moved)
+                await conn.execute(_Q["move_counters"], delta)
+            return [lease_from_row(row, run_id, token, expires_at) for row in rows]
+
+        leases = await self._transaction(work)
+        leases.sort(key=lambda lease: lease.task_id)
+        return leases
+
+    async def report(self, run_id: int, reports: Sequence[TaskReport]) -> list[ReportVerdict]:
+        if not reports:
+            return []
+
+        async def work(conn: Conn) -> list[ReportVerdict]:
+            run = await self._require_run(conn, run_id)
+            now = self._clock()
+            verdicts: list[ReportVerdict] = []
+            delta = dict.fromkeys(
+                ("pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched"),
+                0,
+            )
+            delta["retries"] = 0
+            discovered: list[NewTask] = []
+            for report in reports:
+                state = await _record(conn, report, run.config.max_retries, now)
+                if state is None:
+                    verdicts.append(ReportVerdict.LEASE_LOST)
+                    continue
+                verdicts.append(ReportVerdict.ACCEPTED)
+                delta["assigned"] -= 1
+                delta[state.value] += 1
+                if state is TaskState.PENDING:
+                    delta["retries"] += 1
+                if report.http_status > 0:
+                    delta["pages_fetched"] += 1
+                    delta["bytes_fetched"] += report.bytes_fetched
+                discovered.extend(report.discovered)
+            if any(delta.values()):
+                await conn.execute(_Q["move_counters"], counter_delta(run_id, now, **delta))
+            # move_counters leaves tasks_total alone, so the locked row's value still holds
+            await _admit(conn, run, discovered, now)
+            return verdicts
+
+        return await self._transaction(work)
+
+    async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
+        async def work(conn: Conn) -> int:
+            if await self._lock_run(conn, run_id) is None:
+                return 0
+            now = self._clock()
+            params = {
+                "run_id": run_id,
+                "worker_id": worker_id,
+                "expires_at": now + lease_seconds,
+                "now": now,
+            }
+            return (await conn.execute(_Q["renew_leases"], params)).rowcount
+
+        return await self._transaction(work)
+
+    async def release(
+        self, run_id: int, leases: Sequence[Lease], *, not_before: float | None = None
+    ) -> int:
+        if not leases:
+            return 0
+
+        async def work(conn: Conn) -> int:
+            if await self._lock_run(conn, run_id) is None:
+                return 0
+            now = self._clock()
+            released = 0
+            for lease in leases:
+                params = {
+                    "task_id": lease.task_id,
+                    "token": lease.token,
+                    "not_before": not_before,
+                    "now": now,
+                }
+                released += (await conn.execute(_Q["release_lease"], params)).rowcount
+            await _count_released(conn, run_id, released, now)
+            return released
+
+        return await self._transaction(work)
+
+    async def release_worker(self, run_id: int, *, worker_id: str) -> int:
+        async def work(conn: Conn) -> int:
+            if await self._lock_run(conn, run_id) is None:
+                return 0
+            now = self._clock()
+            params = {"run_id": run_id, "worker_id": worker_id, "now": now}
+            released = (await conn.execute(_Q["release_worker"], params)).rowcount
+            await _count_released(conn, run_id, released, now)
+            return released
+
+        return await self._transaction(work)
+
+    async def next_eligible_at(self, run_id: int) -> float | None:
+        [row] = await self._rows("next_eligible_at", {"run_id": run_id})
+        return None if row["next_at"] is None else float(row["next_at"])
+
+    async def get_task(self, run_id: int, url: str) -> Task | None:
+        rows = await self._rows("select_task", {"run_id": run_id, "url": url})
+        return task_from_row(rows[0]) if rows else None
+
+    async def list_tasks(
+        self, run_id: int, *, state: TaskState | None = None, limit: int = 1000
+    ) -> list[Task]:
+        params = {"run_id": run_id, "state": None if state is None else state.value, "limit": limit}
+        return [task_from_row(row) for row in await self._rows("select_tasks", params)]
+
+    async def count_tasks(self, run_id: int) -> dict[TaskState, int]:
+        counts = dict.fromkeys(TaskState, 0)
+        for row in await self._rows("count_by_state", {"run_id": run_id}):
+            counts[TaskState(row["state"])] = row["n"]
+        return counts
+
+
+async def _admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> int:
+    """Insert new tasks under the locked run row; how many were admitted."""
+    if not tasks:
+        return 0
+    room = None
+    if run.config.max_pages is not None:
+        room = run.config.max_pages - run.counters.tasks_total
+        if room <= 0:
+            return 0
+    params = {
+        "run_id": run.id,
+        "urls": [task.url for task in tasks],
+        "hosts": [task.host for task in tasks],
+        "depths": [task.depth for task in tasks],
+        "priorities": [task.priority for task in tasks],
+        "room": room,
+        "now": now,
+    }
+    row = await (await conn.execute(_Q["insert_tasks"], params)).fetchone()
+    admitted = 0 if row is None else int(row["admitted"])
+    if admitted:
+        params = {"run_id": run.id, "admitted": admitted, "now": now}
+        await conn.execute(_Q["add_admitted"], params)
+    return admitted
+
+
+async def _record(conn: Conn, report: TaskReport, max_retries: int, now: float) -> TaskState | None:
+    """Apply one report under its lease; the task's new state, or None if fenced out."""
+    lease = report.lease
+    if report.ok:
+        params: dict[str, Any] = {
+            "task_id": lease.task_id,
+            "token": lease.token,
+            "http_status": report.http_status,
+            "error": report.error,
+            **outcome_params(report),
+            "now": now,
+        }
+        cursor = await conn.execute(_Q["mark_completed"], params)
+        return TaskState.COMPLETED if cursor.rowcount == 1 else None
+    params = {
+        "task_id": lease.task_id,
+        "token": lease.token,
+        "max_retries": max_retries,
+        "retry_at": now + report.retry_delay,
+        "give_up": report.give_up,
+        "http_status": report.http_status or None,
+        "error": report.error or "failed",
+        **outcome_params(report),
+        "now": now,
+    }
+    row = await (await conn.execute(_Q["mark_failed_attempt"], params)).fetchone()
+    return None if row is None else TaskState(row["state"])
+
+
+async def _count_released(conn: Conn, run_id: int, released: int, now: float) -> None:
+    if released:
+        delta = counter_delta(run_id, now, pending=released, assigned=-released)
+        await conn.execute(_Q["move_counters"], delta)

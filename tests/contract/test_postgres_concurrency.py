@@ -1,0 +1,128 @@
+"""Exclusivity, fencing and exact counters across real processes sharing one PostgreSQL run.
+
+Four OS processes, each with its own connection pool, acquire and report as fast as they
+can from one run while their reports discover more links, so admission (dedup and the
+``max_pages`` cap) races with leasing. The run must end with every task handed out once per
+attempt, the cap hit exactly, and counters equal to what the tasks themselves say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+import pytest
+
+from sitesync.models import NewTask, RunConfig, RunStatus, TaskState
+from sitesync.store.postgres.store import PostgresStore
+
+pytestmark = pytest.mark.slow
+
+PROCESSES = 4
+SEEDS = 500
+MAX_PAGES = 3000
+URL_SPACE = 6000  # links point into this many distinct URLs: plenty of duplicates
+
+WORKER = """
+import asyncio, json, random, sys, time
+from sitesync.models import NewTask, ReportVerdict, TaskReport
+from sitesync.store.postgres.store import PostgresStore
+
+def page(n):
+    return NewTask(url=f"http://h{n % 5}.test/{n}", host=f"h{n % 5}.test", depth=1)
+
+def links(n):
+    rng = random.Random(n)  # the same page always links to the same pages
+    return tuple(page(rng.randrange(URL_SPACE)) for _ in range(3))
+
+async def main(dsn, schema, run_id, worker, start_at):
+    store = await PostgresStore.open(dsn, schema=schema, max_size=2)
+    await asyncio.sleep(max(0.0, start_at - time.time()))  # all start together
+    got = []
+    while True:
+        leases = await store.acquire(run_id, worker_id=worker, limit=7, lease_seconds=120)
+        if not leases:
+            counters = (await store.get_run(run_id)).counters
+            if counters.pending == 0 and counters.assigned == 0:
+                break
+            await asyncio.sleep(0.005)  # others still hold work that may discover more
+            continue
+        got += [[lease.task_id, lease.attempt_count] for lease in leases]
+        reports = []
+        for lease in leases:
+            n = int(lease.url.rsplit("/", 1)[1])
+            if n % 5 == 0 and lease.attempt_count == 1:  # every fifth page fails once
+                reports.append(TaskReport(lease=lease, ok=False, error="flaky"))
+            else:
+                reports.append(TaskReport(lease=lease, ok=True, http_status=200,
+                                          bytes_fetched=100, discovered=links(n)))
+        verdicts = await store.report(run_id, reports)
+        assert verdicts == [ReportVerdict.ACCEPTED] * len(reports), verdicts
+    await store.close()
+    print(json.dumps(got))
+
+URL_SPACE = int(sys.argv[6])
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5])))
+"""
+
+
+def test_processes_racing_on_one_run_never_share_a_task(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    async def setup() -> int:
+        store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
+        run = await store.create_run(RunConfig(seeds=("http://h0.test/",), max_pages=MAX_PAGES))
+        await store.transition_run(run.id, RunStatus.RUNNING)
+        seeds = [
+            NewTask(url=f"http://h{n % 5}.test/{n}", host=f"h{n % 5}.test", depth=1)
+            for n in range(SEEDS)
+        ]
+        assert await store.add_tasks(run.id, seeds) == SEEDS
+        await store.close()
+        return run.id
+
+    run_id = asyncio.run(setup())
+    start_at = str(time.time() + 2.0)
+    common = [postgres_dsn, postgres_schema, str(run_id)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, *common, f"w{n}", start_at, str(URL_SPACE)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(PROCESSES)
+    ]
+    outputs = [proc.communicate(timeout=100) for proc in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+    handed_out = [[tuple(pair) for pair in json.loads(out)] for out, _ in outputs]
+
+    assert all(handed_out), "every process should have competed for tasks"
+    attempts = [pair for batch in handed_out for pair in batch]
+    assert len(attempts) == len(set(attempts)), "a task attempt was handed out twice"
+    per_task: dict[int, list[int]] = defaultdict(list)
+    for task_id, attempt in attempts:
+        per_task[task_id].append(attempt)
+    assert all(sorted(seen) == list(range(1, len(seen) + 1)) for seen in per_task.values())
+    assert len(per_task) == MAX_PAGES  # admission stopped exactly at the cap
+
+    async def read() -> None:
+        store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
+        run, counts = await store.get_run(run_id), await store.count_tasks(run_id)
+        tasks = await store.list_tasks(run_id, limit=MAX_PAGES + 1)
+        await store.close()
+        retried = sum(1 for seen in per_task.values() if len(seen) > 1)
+        c = run.counters
+        assert counts[TaskState.COMPLETED] == c.completed == c.tasks_total == MAX_PAGES
+        assert c.pending == c.assigned == c.failed == 0
+        assert c.retries == retried == len(attempts) - MAX_PAGES
+        assert c.pages_fetched == MAX_PAGES and c.bytes_fetched == 100 * MAX_PAGES
+        assert len(tasks) == MAX_PAGES and all(t.lease_owner is None for t in tasks)
+        assert retried == sum(1 for t in tasks if int(t.url.rsplit("/", 1)[1]) % 5 == 0)
+
+    asyncio.run(read())
