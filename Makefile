@@ -2,7 +2,7 @@
 UV := $(or $(shell command -v uv 2>/dev/null),.tools/bin/uv)
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev lint typecheck unit test bench crawl clean
+.PHONY: install install-dev system-deps lint typecheck unit test docs bench crawl clean
 
 .tools/bin/uv:
 	python3 -m venv .tools && .tools/bin/pip install -q uv
@@ -21,10 +21,16 @@ lint: install-dev
 typecheck: install-dev
 	$(UV) run --no-sync mypy src/sitesync
 
-unit: install-dev  ## the pytest suite alone
+system-deps:  ## Debian packages the tests need (chromium, PostgreSQL binaries); idempotent
+	bash scripts/ensure-system-deps.sh
+
+unit: install-dev system-deps  ## the pytest suite alone
 	$(UV) run --no-sync pytest $(PYTEST_ARGS)
 
 test: lint typecheck unit  ## the whole suite: what .ci/run calls
+
+docs: install-dev  ## regenerate the generated parts of docs/
+	$(UV) run --no-sync python scripts/update_settings_doc.py
 
 bench: $(UV)  ## benchmarks/README.md: sitesync vs Scrapy vs a bare aiohttp loop
 	$(UV) sync --locked --extra dev --extra bench

@@ -70,6 +70,9 @@ def crawl_command(
         int | None, typer.Option(help="Tasks held at once; 0 = 2 x concurrency. [0]")
     ] = None,
     user_agent: Annotated[str | None, typer.Option(help="User-Agent header.")] = None,
+    fetcher: Annotated[
+        str | None, typer.Option(help="http, or browser (system Chromium; JavaScript sites).")
+    ] = None,
     robots: Annotated[
         bool | None, typer.Option("--robots/--no-robots", help="Obey robots.txt. [on]")
     ] = None,
@@ -99,6 +102,7 @@ def crawl_command(
         retry_backoff=retry_backoff,
         in_flight_limit=in_flight_limit,
         user_agent=user_agent,
+        fetcher=fetcher,
         respect_robots=robots,
         sitemaps=sitemaps,
         total_timeout=timeout,

@@ -6,7 +6,9 @@ bodies and 404s are all :class:`FetchOutcome` values on a :class:`FetchResult`.
 
 from __future__ import annotations
 
+import email.utils
 import enum
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -70,6 +72,20 @@ class FetchResult:
         if self.outcome in (FetchOutcome.UNREACHABLE, FetchOutcome.TIMEOUT):
             return True
         return self.status == 429 or 500 <= self.status <= 599
+
+
+def parse_retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds a 429 or 503 asks us to wait: Retry-After as delta-seconds or an HTTP-date."""
+    if status not in (429, 503):
+        return None
+    value = headers.get("retry-after", "").strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 #: Decides whether a redirect target may be followed (scope check); called per hop.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Callable
@@ -69,13 +70,27 @@ async def crawl(
     SIGINT and SIGTERM stop gracefully: what was fetched is committed, what was in flight
     goes back to PENDING, and the run becomes ``stopped`` (resumable).
     """
-    fetcher = fetcher or HttpFetcher(
+    plain = HttpFetcher(
         limits=settings.fetch_limits(),
         user_agent=settings.user_agent,
         max_connections=settings.concurrency,
     )
-    async with fetcher:
-        worker = CrawlWorker(store, run, fetcher, options=settings.worker_options())
+    if fetcher is None and settings.fetcher == "browser":
+        from sitesync.fetch.browser import BrowserFetcher
+
+        fetcher = BrowserFetcher(
+            limits=settings.fetch_limits(),
+            user_agent=settings.user_agent,
+            executable_path=settings.browser_executable,
+            max_pages=settings.browser_pages,
+        )
+    async with contextlib.AsyncExitStack() as stack:
+        # robots.txt and sitemaps always go over plain HTTP.
+        await stack.enter_async_context(plain)
+        page_fetcher = await stack.enter_async_context(fetcher) if fetcher else plain
+        worker = CrawlWorker(
+            store, run, page_fetcher, options=settings.worker_options(), robots_fetcher=plain
+        )
         if on_start is not None:
             on_start(worker)
         loop = asyncio.get_running_loop()

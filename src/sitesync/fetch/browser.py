@@ -1,0 +1,528 @@
+"""The browser fetcher: pages rendered by the system Chromium, for JavaScript-built sites.
+
+Optional: it needs the ``browser`` extra (``pip install 'sitesync[browser]'``) and Debian's
+``chromium`` package (``scripts/ensure-system-deps.sh`` installs it). Playwright's own browser
+download is never used: it cannot work on machines without general internet access.
+
+What a fetch returns, and how:
+
+- One Chromium per fetcher, launched headless on entry with a fresh temporary profile
+  (Playwright's non-persistent launch deletes it at close). Each fetch gets its own browser
+  context, so no cookie, cache or storage leaks from one page into the next; at most
+  ``max_pages`` contexts are open at once. A browser that dies is relaunched on the next fetch.
+- ``body`` is the DOM serialized after the ``load`` event plus a short settle (until no request
+  has been in flight for a moment, at most ``settle_ms``), so JavaScript-inserted content is
+  there; ``content-type`` then says ``text/html; charset=utf-8``, because that is what the
+  serialized DOM is. A document Chromium shows but did not parse as HTML (text, JSON, an
+  image) is returned as served, with its own ``content-type``. Responses Chromium downloads
+  instead of showing (attachments, PDFs) end as ``INVALID``: they are not pages.
+- ``status`` and ``headers`` are those of the main document's response; outcomes map as in
+  :class:`~sitesync.fetch.http.HttpFetcher` (2xx/3xx success, 401/403/451 blocked, other
+  4xx/5xx http_error, Chromium's ``net::ERR_*`` network errors unreachable with the error text).
+  ``total_timeout`` bounds the navigation (``page.goto``) and, with a few seconds' grace for
+  serializing and closing, the whole fetch: a page spinning in a JavaScript loop ends as
+  ``TIMEOUT`` too.
+
+Redirects and ``may_follow``: Playwright's ``page.route`` never sees the later requests of a
+redirect chain (Chromium follows redirects internally; checked with Playwright 1.65), so it
+cannot stop a hop before the target is requested. Instead each fetch opens a DevTools session
+on its page and pauses main-frame document requests (``Fetch`` domain) at their response. A
+3xx is checked there, *before* Chromium requests its target, with the rules and the order of
+the HTTP fetcher: a target that is not http(s) or that ``may_follow`` rejects is refused and
+the result is ``REDIRECT_NOT_FOLLOWED`` with the 3xx status and headers, ``final_url`` the URL
+that answered 3xx, and ``redirects`` ending with the refused hop (so its target is on record
+although it was never requested); a target already in the chain is ``INVALID`` ("redirect
+loop"); more than ``max_redirects`` hops is ``INVALID``. URLs given to ``may_follow`` and
+recorded in hops are normalized (:func:`sitesync.urls.resolve_link`), as in the HTTP fetcher;
+the first ``from_url`` is the URL asked for. On success, ``redirects`` is rebuilt from the
+document request's ``redirected_from`` chain, oldest hop first.
+
+Navigations the page starts itself (JavaScript ``location`` changes, meta refresh) are aborted:
+a fetch returns the one document its URL led to, as the HTTP fetcher does, and the links in it
+are what the crawl follows. Subresources (scripts, styles, images, XHR) and frames load from
+wherever the page says, as in any browser: that is what rendering it means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sitesync.errors import ConfigError, FetchError, InvalidURL
+from sitesync.fetch.base import (
+    FetchLimits,
+    FetchOutcome,
+    FetchResult,
+    FollowPolicy,
+    RedirectHop,
+    parse_retry_after,
+)
+from sitesync.fetch.http import DEFAULT_USER_AGENT
+from sitesync.urls import normalize_url, resolve_link
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        CDPSession,
+        Page,
+        Playwright,
+        Request,
+        Response,
+    )
+
+__all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher"]
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+
+#: Headless as root, and no connections of Chromium's own: only the pages' requests leave it.
+CHROMIUM_ARGS: tuple[str, ...] = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+_MISSING_EXTRA = "the browser fetcher needs the 'browser' extra: pip install 'sitesync[browser]'"
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_SERIALIZED_TYPE = "text/html; charset=utf-8"
+_VIEWER_TYPE = "application/pdf"
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_CLOSE_GRACE = 5.0  # seconds past total_timeout for serializing the DOM and closing the page
+_QUIET = 0.1  # seconds without a request in flight that count as "settled"
+
+# Chromium errors that no retry can fix: the URL or the response itself is the problem.
+_INVALID_ERRORS = {
+    "ERR_TOO_MANY_REDIRECTS": "too many redirects",
+    "ERR_REDIRECT_CYCLE": "redirect loop",
+    "ERR_UNSAFE_REDIRECT": "redirect to a URL Chromium refuses",
+    "ERR_INVALID_REDIRECT": "invalid redirect",
+    "ERR_INVALID_URL": "invalid URL",
+    "ERR_UNKNOWN_URL_SCHEME": "not an http(s) URL",
+    "ERR_DISALLOWED_URL_SCHEME": "not an http(s) URL",
+    "ERR_UNSAFE_PORT": "a port Chromium refuses to connect to",
+    "ERR_CONTENT_LENGTH_MISMATCH": "truncated or corrupt body",
+    "ERR_INCOMPLETE_CHUNKED_ENCODING": "truncated or corrupt body",
+    "ERR_CONTENT_DECODING_FAILED": "truncated or corrupt body",
+    "ERR_INVALID_RESPONSE": "invalid response",
+    "ERR_RESPONSE_HEADERS_TOO_BIG": "invalid response",
+}
+_TIMEOUT_ERRORS = frozenset({"ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT"})
+
+
+def _load_playwright() -> ModuleType:
+    """``playwright.async_api``, imported only when a browser fetcher is actually made."""
+    try:
+        import playwright.async_api as api
+    except ImportError as exc:
+        raise ConfigError(_MISSING_EXTRA) from exc
+    return api
+
+
+@dataclass(slots=True)
+class _Stop:
+    """Why a redirect was not followed, recorded for the result."""
+
+    outcome: FetchOutcome
+    error: str
+    hops: tuple[RedirectHop, ...]
+    status: int = 0
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass  # no slots: Playwright tags the bound methods it is given as event handlers
+class _Navigation:
+    """One fetch's view of its page: the redirect rules and the traffic still in flight.
+
+    Redirects are checked through the DevTools ``Fetch`` domain, paused at the response
+    stage of each main-frame document request: Playwright's ``page.route`` only ever sees
+    the first request of a redirect chain (Chromium follows the rest internally), so it
+    cannot stop a hop before its target is requested.
+    """
+
+    url: str
+    may_follow: FollowPolicy | None
+    max_redirects: int
+    cdp: CDPSession
+    main_frame_id: str = ""
+    started_document: bool = False
+    hops: list[RedirectHop] = field(default_factory=list)
+    stop: _Stop | None = None
+    in_flight: int = 0
+    last_change: float = field(default_factory=time.monotonic)
+
+    def request_started(self, request: Request) -> None:
+        self.in_flight += 1
+        self.last_change = time.monotonic()
+
+    def request_ended(self, request: Request) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+        self.last_change = time.monotonic()
+
+    async def start(self) -> None:
+        tree = await self.cdp.send("Page.getFrameTree")
+        self.main_frame_id = str(tree["frameTree"]["frame"]["id"])
+        self.cdp.on("Fetch.requestPaused", self.on_paused)
+        stages = ("Request", "Response")
+        patterns = [
+            {"urlPattern": "*", "resourceType": "Document", "requestStage": s} for s in stages
+        ]
+        patterns.append({"urlPattern": "*/favicon.ico", "resourceType": "Other"})
+        await self.cdp.send("Fetch.enable", {"patterns": patterns})
+
+    async def on_paused(self, event: dict[str, Any]) -> None:
+        try:
+            refusal = self._refusal(event)
+        except Exception as exc:
+            # Fail closed (a may_follow that raised must not let a hop through), and answer
+            # anyway: a paused request never continued or failed stalls until the timeout.
+            error = f"cannot check {event.get('request', {}).get('url')}: {exc!r}"
+            self.stop = _Stop(FetchOutcome.INVALID, error, tuple(self.hops))
+            refusal = "BlockedByClient"
+        request_id = {"requestId": event.get("requestId")}
+        # The page may close under a late request, which makes continue/fail raise.
+        with contextlib.suppress(Exception):
+            if refusal is None:
+                await self.cdp.send("Fetch.continueRequest", request_id)
+            else:
+                await self.cdp.send("Fetch.failRequest", {**request_id, "errorReason": refusal})
+
+    def _refusal(self, event: dict[str, Any]) -> str | None:
+        """The DevTools error reason to fail this paused request with, or None to let it go."""
+        if event.get("frameId") != self.main_frame_id:
+            return None  # frames: the page as a browser would load it
+        if event.get("resourceType") != "Document":
+            # Chromium's own favicon request, made for every page of every fresh context:
+            # no page needs it, and it would double what a crawl asks of each host.
+            return "BlockedByClient"
+        if "responseStatusCode" in event or "responseErrorReason" in event:
+            self.stop = self._check_redirect(event)
+            return None if self.stop is None else "BlockedByClient"
+        if event.get("redirectedRequestId") is not None:
+            return None  # a hop already checked at its 3xx response
+        if not self.started_document:
+            self.started_document = True
+            return None  # the navigation asked for
+        # The page navigating itself (script, meta refresh): the fetch is of one document.
+        # "Aborted" keeps the current document; other reasons would show an error page.
+        return "Aborted"
+
+    def _check_redirect(self, event: dict[str, Any]) -> _Stop | None:
+        status = int(event.get("responseStatusCode") or 0)
+        headers = {h["name"].lower(): h["value"] for h in event.get("responseHeaders") or ()}
+        location = headers.get("location")
+        if status not in _REDIRECT_STATUSES or not location:
+            return None
+        current = self.hops[-1].to_url if self.hops else self.url
+        target = resolve_link(str(event["request"]["url"]), location)
+        self.hops.append(RedirectHop(current, target or location, status))
+        hops = tuple(self.hops)
+        if target is None or (self.may_follow is not None and not self.may_follow(target)):
+            why = "not an http(s) URL" if target is None else "out of scope"
+            return _Stop(
+                FetchOutcome.REDIRECT_NOT_FOLLOWED,
+                f"redirect to {location} ({why})",
+                hops,
+                status=status,
+                url=current,
+                headers=headers,
+            )
+        if target in {_normalized(self.url), *(hop.to_url for hop in hops[:-1])}:
+            return _Stop(FetchOutcome.INVALID, f"redirect loop back to {target}", hops)
+        if len(hops) > self.max_redirects:
+            return _Stop(FetchOutcome.INVALID, f"more than {self.max_redirects} redirects", hops)
+        return None
+
+    async def settle(self, budget: float) -> None:
+        """Wait until no request has been in flight for ``_QUIET`` seconds, or ``budget``."""
+        deadline = time.monotonic() + budget
+        while time.monotonic() < deadline:
+            if self.in_flight == 0 and time.monotonic() - self.last_change >= _QUIET:
+                return
+            await asyncio.sleep(0.02)
+
+
+class BrowserFetcher:
+    """Fetches pages with a headless system Chromium driven by Playwright."""
+
+    def __init__(
+        self,
+        *,
+        limits: FetchLimits | None = None,
+        user_agent: str = DEFAULT_USER_AGENT,
+        executable_path: str = DEFAULT_CHROMIUM,
+        max_pages: int = 4,
+        settle_ms: int = 500,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        if max_pages < 1 or settle_ms < 0:
+            raise ConfigError("BrowserFetcher needs max_pages >= 1 and settle_ms >= 0")
+        self._api = _load_playwright()
+        self.limits = limits or FetchLimits()
+        self.user_agent = user_agent
+        self.executable_path = executable_path
+        self.settle_ms = settle_ms
+        self._args = (*CHROMIUM_ARGS, *extra_args)
+        self._pages = asyncio.Semaphore(max_pages)
+        self._launching = asyncio.Lock()
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+
+    async def __aenter__(self) -> BrowserFetcher:
+        self._api = _load_playwright()
+        if not os.access(self.executable_path, os.X_OK):
+            raise FetchError(
+                f"no Chromium at {self.executable_path}: install Debian's 'chromium' package "
+                "(scripts/ensure-system-deps.sh does) or set the browser executable path"
+            )
+        self._playwright = await self._api.async_playwright().start()
+        try:
+            await self._launch()
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        browser, playwright = self._browser, self._playwright
+        self._browser = self._playwright = None
+        # Closing is best effort: a browser that already died must not hide the real error.
+        if browser is not None:
+            with contextlib.suppress(Exception):
+                await browser.close()
+        if playwright is not None:
+            with contextlib.suppress(Exception):
+                await playwright.stop()
+
+    async def _launch(self) -> Browser:
+        assert self._playwright is not None
+        try:
+            self._browser = await self._playwright.chromium.launch(
+                executable_path=self.executable_path, headless=True, args=list(self._args)
+            )
+        except self._api.Error as exc:
+            raise FetchError(
+                f"Chromium at {self.executable_path} did not start: {_first_line(exc)}"
+            ) from exc
+        return self._browser
+
+    async def _ready_browser(self) -> Browser:
+        if self._playwright is None:
+            raise RuntimeError("BrowserFetcher used outside 'async with'")
+        async with self._launching:
+            if self._browser is None or not self._browser.is_connected():
+                # Chromium crashed or was killed: one page must not end the whole crawl.
+                return await self._launch()
+            return self._browser
+
+    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+        started = time.monotonic()
+        if not url.lower().startswith(("http://", "https://")):
+            return _failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
+        async with self._pages:
+            browser = await self._ready_browser()
+            context: BrowserContext | None = None
+            try:
+                context = await browser.new_context(
+                    user_agent=self.user_agent, service_workers="block", accept_downloads=False
+                )
+                async with asyncio.timeout(self.limits.total_timeout + _CLOSE_GRACE):
+                    return await self._fetch_in(context, url, may_follow, started)
+            except TimeoutError:
+                return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
+            except self._api.Error as exc:
+                # What Playwright reports outside navigation (a renderer crash, a browser
+                # gone mid-fetch: relaunched next time) is this page's outcome, not a fault.
+                return _failed(url, FetchOutcome.UNREACHABLE, _first_line(exc), started)
+            finally:
+                if context is not None:
+                    with contextlib.suppress(Exception):
+                        await context.close()
+
+    async def _fetch_in(
+        self,
+        context: BrowserContext,
+        url: str,
+        may_follow: FollowPolicy | None,
+        started: float,
+    ) -> FetchResult:
+        page = await context.new_page()
+        nav = _Navigation(
+            url, may_follow, self.limits.max_redirects, await context.new_cdp_session(page)
+        )
+        await nav.start()
+        page.on("request", nav.request_started)
+        page.on("requestfinished", nav.request_ended)
+        page.on("requestfailed", nav.request_ended)
+        deadline = started + self.limits.total_timeout
+        try:
+            response = await page.goto(url, wait_until="commit", timeout=_ms_until(deadline))
+            # Not goto's own wait_until="load": when the page tries to navigate away while it
+            # loads (and that navigation is aborted, see _Navigation), Playwright never reports
+            # "load" for the document that stays, although the document itself completes.
+            await page.wait_for_function(
+                "document.readyState === 'complete'", timeout=_ms_until(deadline)
+            )
+        except self._api.TimeoutError:
+            return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
+        except self._api.Error as exc:
+            return _navigation_failed(url, nav, _first_line(exc), started)
+        if response is None:
+            return _failed(url, FetchOutcome.INVALID, "no document response", started)
+        await nav.settle(min(self.settle_ms / 1000, max(0.0, deadline - time.monotonic())))
+        return await self._result(url, page, response, started)
+
+    async def _result(
+        self, url: str, page: Page, response: Response, started: float
+    ) -> FetchResult:
+        headers = await _headers(response)
+        status = response.status
+        body, error = await self._body(page, response, headers)
+        if error is not None:
+            outcome = FetchOutcome.TOO_LARGE if body is None else FetchOutcome.INVALID
+        else:
+            outcome, error = _classify(status)
+        return FetchResult(
+            url=url,
+            outcome=outcome,
+            status=status,
+            final_url=_normalized(response.url),
+            headers=headers,
+            body=body or b"",
+            error=error,
+            elapsed=time.monotonic() - started,
+            redirects=await _hops_to(response.request, url),
+            retry_after=parse_retry_after(status, headers),
+        )
+
+    async def _body(
+        self, page: Page, response: Response, headers: dict[str, str]
+    ) -> tuple[bytes | None, str | None]:
+        """The body to hand on and, when there is none to hand on, why (None body: too large).
+
+        ``headers`` gets the content type of what is handed on.
+        """
+        declared = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        document_type = str(await page.evaluate("document.contentType")).lower()
+        if _VIEWER_TYPE in (declared, document_type):
+            # Chromium shows a PDF in its own viewer, and even response.body() then gives
+            # the viewer's HTML: there is no page here, and no faithful body either.
+            return b"", f"not a page: Chromium shows {_VIEWER_TYPE} in its viewer"
+        too_large = f"body larger than {self.limits.max_body_bytes} bytes"
+        # Both must say HTML (without a Content-Type, Chromium's sniffing decides): for an
+        # image or plain text, the DOM is a wrapper Chromium built, not the site's page.
+        if document_type in _HTML_TYPES and (not declared or declared in _HTML_TYPES):
+            # Whatever the server sent, what we hand on is the serialized DOM.
+            headers["content-type"] = _SERIALIZED_TYPE
+            body = await self._serialized_dom(page)
+            return body, None if body is not None else too_large
+        raw = await response.body()
+        return (raw, None) if len(raw) <= self.limits.max_body_bytes else (None, too_large)
+
+    async def _serialized_dom(self, page: Page) -> bytes | None:
+        cap = self.limits.max_body_bytes
+        # A UTF-8 encoding is never shorter than its character count: a cheap check first
+        # keeps a huge DOM from being copied out of the browser only to be dropped.
+        length = await page.evaluate(
+            "document.documentElement ? document.documentElement.outerHTML.length : 0"
+        )
+        if int(length) > cap:
+            return None
+        body = (await page.content()).encode("utf-8", errors="replace")
+        return body if len(body) <= cap else None
+
+
+async def _hops_to(request: Request, original_url: str) -> tuple[RedirectHop, ...]:
+    """The redirect hops that led to ``request``, oldest first, from its ``redirected_from``."""
+    chain = [request]
+    while (previous := chain[-1].redirected_from) is not None:
+        chain.append(previous)
+    chain.reverse()
+    hops: list[RedirectHop] = []
+    for earlier, later in itertools.pairwise(chain):
+        response = await earlier.response()
+        from_url = original_url if not hops else hops[-1].to_url
+        status = response.status if response is not None else 0
+        hops.append(RedirectHop(from_url, _normalized(later.url), status))
+    return tuple(hops)
+
+
+def _ms_until(deadline: float) -> float:
+    """Playwright timeouts are milliseconds, and 0 would mean "no timeout at all"."""
+    return max(1.0, (deadline - time.monotonic()) * 1000)
+
+
+def _navigation_failed(url: str, nav: _Navigation, message: str, started: float) -> FetchResult:
+    """The result of a ``page.goto`` that raised: our own abort, or Chromium's error."""
+    elapsed = time.monotonic() - started
+    stop = nav.stop
+    if stop is not None:
+        return FetchResult(
+            url=url,
+            outcome=stop.outcome,
+            status=stop.status,
+            final_url=stop.url,
+            headers=stop.headers,
+            error=stop.error,
+            elapsed=elapsed,
+            redirects=stop.hops,
+        )
+    code = _net_error(message)
+    if code in _TIMEOUT_ERRORS:
+        return FetchResult(url=url, outcome=FetchOutcome.TIMEOUT, error=message, elapsed=elapsed)
+    if code in _INVALID_ERRORS:
+        error = f"{_INVALID_ERRORS[code]} ({message})"
+        return FetchResult(url=url, outcome=FetchOutcome.INVALID, error=error, elapsed=elapsed)
+    if message.startswith("Download is starting"):
+        error = "Chromium downloads this response instead of showing it: not a page"
+        return FetchResult(url=url, outcome=FetchOutcome.INVALID, error=error, elapsed=elapsed)
+    # Refused, reset, DNS failures and whatever else the network did: worth another try.
+    return FetchResult(url=url, outcome=FetchOutcome.UNREACHABLE, error=message, elapsed=elapsed)
+
+
+def _net_error(message: str) -> str | None:
+    """``ERR_CONNECTION_REFUSED`` from ``net::ERR_CONNECTION_REFUSED at http://...``."""
+    _, found, rest = message.partition("net::")
+    return rest.split(None, 1)[0] if found and rest else None
+
+
+def _first_line(exc: BaseException) -> str:
+    """Playwright's message without its call log, and without the ``Page.goto:`` prefix."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    api_call, sep, rest = text.partition(": ")
+    return rest if sep and "." in api_call and " " not in api_call else text
+
+
+async def _headers(response: Response) -> dict[str, str]:
+    return {k.lower(): v for k, v in (await response.all_headers()).items()}
+
+
+def _normalized(url: str) -> str:
+    try:
+        return normalize_url(url)
+    except InvalidURL:
+        return url  # not http(s), or not crawlable: the raw URL is still worth recording
+
+
+def _classify(status: int) -> tuple[FetchOutcome, str | None]:
+    if status in (401, 403, 451):
+        return FetchOutcome.BLOCKED, f"HTTP {status}"
+    if status >= 400:
+        return FetchOutcome.HTTP_ERROR, f"HTTP {status}"
+    return FetchOutcome.SUCCESS, None
+
+
+def _failed(url: str, outcome: FetchOutcome, error: str, started: float) -> FetchResult:
+    return FetchResult(url=url, outcome=outcome, error=error, elapsed=time.monotonic() - started)
