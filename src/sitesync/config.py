@@ -4,7 +4,7 @@ environment variables and command-line flags (highest priority), validated at st
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import (
@@ -56,8 +56,22 @@ class Settings(BaseSettings):
     in_flight_limit: int = Field(0, ge=0)
     """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
 
+    fetcher: Literal["http", "browser"] = "http"
+    """How pages are fetched: ``http`` (aiohttp), or ``browser`` (the system Chromium through
+    Playwright, for JavaScript-built sites; needs the ``browser`` extra)."""
+
+    browser_executable: str = "/usr/bin/chromium"
+    """The Chromium the browser fetcher launches."""
+
+    browser_pages: int = Field(4, ge=1)
+    """Pages the browser fetcher renders at once."""
+
     respect_robots: bool = True
     """Obey robots.txt (RFC 9309): disallowed URLs are never requested (flag: ``--robots``)."""
+
+    robots_recheck_seconds: float = Field(300.0, gt=0)
+    """After a 5xx or unreachable robots.txt (which disallows everything), ask again after
+    this long."""
 
     sitemaps: bool = True
     """Admit the URLs that the seeds' hosts list in their sitemaps."""
@@ -129,6 +143,7 @@ class Settings(BaseSettings):
             lease_seconds=self.lease_seconds,
             in_flight_limit=self.in_flight_limit,
             respect_robots=self.respect_robots,
+            robots_recheck_seconds=self.robots_recheck_seconds,
             sitemaps=self.sitemaps,
             sitemap_max_bytes=self.max_body_bytes,
             max_crawl_delay=self.max_crawl_delay,

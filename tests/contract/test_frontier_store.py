@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 
@@ -280,3 +281,61 @@ async def test_counters_stay_exact_under_a_random_mix_of_operations(store: Store
         elif op == "expire":
             await store.acquire(run_id, worker_id="c", limit=2, lease_seconds=0.0)
     await assert_counters_match_tasks(store, run_id)
+
+
+async def test_release_undoes_the_attempt_and_can_hold_the_task_back(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    assert lease.attempt_count == 1
+    assert await store.release(run_id, [lease], not_before=time.time() + 0.3) == 1
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None and stored.attempt_count == 0
+    assert await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30) == []
+    await asyncio.sleep(0.35)
+    [again] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    assert again.attempt_count == 1
+
+
+async def test_reports_record_outcome_final_url_redirects_and_error(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    hops = (("http://a.test/p/1", "http://a.test/p/one", 301),)
+    report = TaskReport(
+        lease=lease, ok=True, http_status=404, outcome="http_error", error="http_error: HTTP 404",
+        final_url="http://a.test/p/one", redirects=hops,
+    )  # fmt: skip
+    await store.report(run_id, [report])
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None
+    assert (stored.outcome, stored.final_url, stored.redirects) == ("http_error", hops[0][1], hops)
+    assert stored.last_error == "http_error: HTTP 404"
+
+
+async def test_a_run_completes_only_once_seeded(store: Store) -> None:
+    run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+    await store.transition_run(run.id, RunStatus.RUNNING)
+    assert not await store.complete_if_drained(run.id)  # sitemaps may still add work
+    await store.mark_seeded(run.id)
+    assert (await store.get_run(run.id)).seeded_at is not None
+    assert await store.complete_if_drained(run.id)
+
+
+async def test_extend_scope_adds_hosts_once(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.extend_scope(run_id, ["www.a.test"])
+    run = await store.extend_scope(run_id, ["www.a.test", "b.test"])
+    assert run.config.extra_hosts == ("www.a.test", "b.test")
+    assert (await store.get_run(run_id)).config.seeds == ("http://a.test/",)
+
+
+async def test_root_redirects_name_canonical_host_and_accumulate_aliases(store: Store) -> None:
+    assert await store.get_domain("a.test") is None
+    await store.record_root_redirect("a.test", canonical_host="www.a.test", aliases=["a.test"])
+    domain = await store.record_root_redirect(
+        "a.test", canonical_host="www.a.test", aliases=["old-a.test", "www.a.test"]
+    )
+    assert domain.canonical_host == "www.a.test"
+    assert domain.aliases == ("a.test", "old-a.test")
+    assert await store.get_domain("a.test") == domain

@@ -9,7 +9,6 @@ nor a gzip bomb is ever held in memory past ``max_body_bytes``.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import time
 from collections.abc import Mapping
 
@@ -22,6 +21,7 @@ from sitesync.fetch.base import (
     FetchResult,
     FollowPolicy,
     RedirectHop,
+    parse_retry_after,
 )
 from sitesync.urls import resolve_link
 
@@ -117,7 +117,12 @@ class HttpFetcher:
                                        final_url=url, headers=headers)  # fmt: skip
                 body, too_large = await self._read_capped(response)
         except aiohttp.ClientPayloadError as exc:
-            return _failed(url, FetchOutcome.INVALID, f"truncated or corrupt body: {exc}", started)
+            if "not completed" in str(exc):
+                # The connection broke before the body was whole: a network failure,
+                # worth another attempt.
+                error = f"truncated body (connection broke mid-body): {exc}"
+                return _failed(url, FetchOutcome.UNREACHABLE, error, started)
+            return _failed(url, FetchOutcome.INVALID, f"corrupt body: {exc}", started)
         except aiohttp.InvalidURL as exc:
             return _failed(url, FetchOutcome.INVALID, f"invalid URL: {exc}", started)
         except aiohttp.ServerTimeoutError:
@@ -134,11 +139,11 @@ class HttpFetcher:
                 headers=headers, elapsed=elapsed,
                 error=f"body larger than {self.limits.max_body_bytes} bytes",
             )  # fmt: skip
-        outcome, error = _classify(status, headers, body)
+        outcome, problem = _classify(status, headers, body)
         return FetchResult(
             url=url, outcome=outcome, status=status, final_url=url, headers=headers,
-            body=body if outcome is not FetchOutcome.INVALID else b"", error=error,
-            elapsed=elapsed, retry_after=_retry_after(status, headers),
+            body=body if outcome is not FetchOutcome.INVALID else b"", error=problem,
+            elapsed=elapsed, retry_after=parse_retry_after(status, headers),
         )  # fmt: skip
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
@@ -170,22 +175,6 @@ def _classify(
         # NUL bytes never occur in real text: a binary file labelled as text.
         return FetchOutcome.INVALID, f"binary content served as {content_type}"
     return FetchOutcome.SUCCESS, None
-
-
-def _retry_after(status: int, headers: Mapping[str, str]) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP-date), on 429 and 503."""
-    if status not in (429, 503):
-        return None
-    value = headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _with_chain(result: FetchResult, url: str, hops: list[RedirectHop]) -> FetchResult:

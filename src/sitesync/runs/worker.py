@@ -61,6 +61,7 @@ class WorkerOptions:
     drain_timeout: float = 10.0  # run left "running" elsewhere: let in-flight fetches finish
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     respect_robots: bool = True
+    robots_recheck_seconds: float = 300.0
     sitemaps: bool = True
     sitemap_max_bytes: int = 50 * 1024 * 1024
     max_crawl_delay: float = 60.0
@@ -118,7 +119,11 @@ class CrawlWorker:
         # robots.txt and sitemaps are plain HTTP even when pages are rendered in a browser.
         self._plain_fetcher = robots_fetcher or fetcher
         self._robots = (
-            RobotsCache(self._plain_fetcher, user_agent=getattr(fetcher, "user_agent", "*"))
+            RobotsCache(
+                self._plain_fetcher,
+                user_agent=getattr(fetcher, "user_agent", "*"),
+                error_ttl=self.options.robots_recheck_seconds,
+            )
             if self.options.respect_robots
             else None
         )

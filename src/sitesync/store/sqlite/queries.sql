@@ -85,6 +85,7 @@ UPDATE runs
 UPDATE tasks
    SET state = 'completed',
        http_status = :http_status,
+       last_error = :error,  -- a final answer can still be a problem (404, too large)
        outcome = :outcome,
        final_url = :final_url,
        redirects = :redirects,

@@ -443,6 +443,7 @@ class SqliteStore:
                     "task_id": lease.task_id,
                     "token": lease.token,
                     "http_status": report.http_status,
+                    "error": report.error,
                     **_outcome_params(report),
                     "now": now,
                 },
