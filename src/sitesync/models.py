@@ -6,7 +6,7 @@ Everything here is a frozen value. Stores build them from rows; nothing mutates 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -145,6 +145,50 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class AssetRecord:
+    """What a plugin made of an artifact: a page, an image, a document, a navigation sample.
+
+    Persistence keeps versions per ``key`` and writes a new version only when
+    ``content_hash`` changed.
+    """
+
+    key: str  # stable identity, e.g. the normalized URL plus the kind
+    kind: str  # "page", "image", "document", "navigation", ...
+    url: str
+    content_hash: str
+    data: Mapping[str, Any] = field(default_factory=dict)  # JSON-serializable
+    body: bytes | None = None  # kept content-addressed and compressed, under a size cap
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlArtifact:
+    """What one fetch produced, as plugins see it."""
+
+    run_id: int
+    task_id: int
+    requested_url: str
+    final_url: str
+    depth: int
+    status: int  # 0 = no HTTP response
+    outcome: str
+    headers: Mapping[str, str]
+    body: bytes
+    text: str | None  # the body decoded, for HTML
+    redirects: tuple[tuple[str, str, int], ...]
+    elapsed: float
+    links: tuple[str, ...] = ()  # normalized links found in the page (before scoping)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedArtifact:
+    """What the plugins made of an artifact."""
+
+    records: tuple[AssetRecord, ...] = ()
+    links: tuple[str, ...] = ()  # extra normalized URLs to discover (before scoping)
+    errors: tuple[str, ...] = ()  # "plugin-name: what went wrong", recorded on the task
+
+
+@dataclass(frozen=True, slots=True)
 class TaskReport:
     """What a worker says about a leased task: a final answer, or a failure to retry."""
 
@@ -159,6 +203,7 @@ class TaskReport:
     outcome: str | None = None  # the fetch's FetchOutcome value
     final_url: str | None = None  # where redirects ended
     redirects: tuple[tuple[str, str, int], ...] = ()  # (from_url, to_url, status) hops
+    records: tuple[AssetRecord, ...] = ()  # written in the report's transaction
 
 
 class ReportVerdict(enum.StrEnum):

@@ -10,13 +10,14 @@ import codecs
 import logging
 import time
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import Lease, NewTask, TaskReport
+from sitesync.models import CrawlArtifact, Lease, NewTask, ProcessedArtifact, TaskReport
 from sitesync.plugins.builtin.links import extract_links
 from sitesync.store.base import Store
 from sitesync.urls import url_host
@@ -25,6 +26,12 @@ log = logging.getLogger(__name__)
 
 #: A host paused for longer than this gets its tasks deferred rather than waited for.
 DEFER_AFTER_SECONDS = 1.0
+
+
+class ArtifactProcessor(Protocol):
+    """The plugin pipeline, as a page attempt sees it."""
+
+    async def process(self, artifact: CrawlArtifact) -> ProcessedArtifact: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,7 @@ class PageAttempts:
         robots: RobotsCache | None,
         retry: RetryPolicy,
         max_retry_after: float,
+        plugins: ArtifactProcessor | None = None,
     ) -> None:
         self.store = store
         self.fetcher = fetcher
@@ -54,6 +62,7 @@ class PageAttempts:
         self.robots = robots
         self.retry = retry
         self.max_retry_after = max_retry_after
+        self.plugins = plugins
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         paused_until = self.limiter.paused_until(lease.host)
@@ -70,7 +79,46 @@ class PageAttempts:
             self.limiter.pause(lease.host, time.time() + wait)
         if lease.depth == 0 and result.redirects:
             await self._record_root_redirect(lease, result)
-        return self._report(lease, result)
+        report, links = self._report(lease, result)
+        if self.plugins is not None and report.ok:
+            report = await self._run_plugins(lease, result, report, links)
+        return report
+
+    async def _run_plugins(
+        self, lease: Lease, result: FetchResult, report: TaskReport, links: list[str]
+    ) -> TaskReport:
+        """Plugins see every answered fetch; what they make is committed with the report."""
+        assert self.plugins is not None
+        text = None
+        if result.is_html and result.body:
+            text = decode_html(result.body, result.headers.get("content-type", ""))
+        artifact = CrawlArtifact(
+            run_id=lease.run_id,
+            task_id=lease.task_id,
+            requested_url=lease.url,
+            final_url=result.final_url or lease.url,
+            depth=lease.depth,
+            status=result.status,
+            outcome=result.outcome.value,
+            headers=result.headers,
+            body=result.body,
+            text=text,
+            redirects=report.redirects,
+            elapsed=result.elapsed,
+            links=tuple(links),
+        )
+        produced = await self.plugins.process(artifact)
+        discovered = report.discovered
+        if produced.links:
+            extra = self.frontier.candidates(produced.links, depth=lease.depth + 1)
+            discovered = (*discovered, *extra)
+        errors = "; ".join(produced.errors)
+        return replace(
+            report,
+            records=produced.records,
+            discovered=discovered,
+            error=report.error if not errors else f"{report.error or 'plugins'}: {errors}",
+        )
 
     async def _robots_verdict(self, lease: Lease) -> TaskReport | None:
         assert self.robots is not None
@@ -106,7 +154,8 @@ class PageAttempts:
             run = await self.store.extend_scope(lease.run_id, [canonical])
             self.frontier.refresh(run)
 
-    def _report(self, lease: Lease, result: FetchResult) -> TaskReport:
+    def _report(self, lease: Lease, result: FetchResult) -> tuple[TaskReport, list[str]]:
+        """The report of a fetch, and the links found in it (normalized, before scoping)."""
         base = TaskReport(
             lease=lease,
             ok=False,
@@ -119,22 +168,24 @@ class PageAttempts:
             delay = self.retry.delay(lease.attempt_count)
             if result.retry_after is not None:
                 delay = max(delay, min(result.retry_after, self.max_retry_after))
-            return replace(base, error=describe(result), retry_delay=delay)
+            return replace(base, error=describe(result), retry_delay=delay), []
         if result.status == 0:
             # No response and nothing transient about it (redirect loop, bad URL, ...).
-            return replace(base, error=describe(result), give_up=True)
+            return replace(base, error=describe(result), give_up=True), []
         discovered: tuple[NewTask, ...] = ()
+        links: list[str] = []
         if result.outcome is FetchOutcome.SUCCESS and result.is_html and result.body:
             text = decode_html(result.body, result.headers.get("content-type", ""))
             links = extract_links(text, result.final_url or lease.url)
             discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
-        return replace(
+        report = replace(
             base,
             ok=True,
             bytes_fetched=len(result.body),
             discovered=discovered,
             error=None if result.outcome is FetchOutcome.SUCCESS else describe(result),
         )
+        return report, links
 
 
 def _any_url(url: str) -> bool:

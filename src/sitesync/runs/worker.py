@@ -35,7 +35,7 @@ from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
-from sitesync.runs.page import DEFER_AFTER_SECONDS, Deferral, PageAttempts
+from sitesync.runs.page import DEFER_AFTER_SECONDS, ArtifactProcessor, Deferral, PageAttempts
 from sitesync.runs.seeding import seed_run
 from sitesync.store.base import Store
 
@@ -102,6 +102,7 @@ class CrawlWorker:
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
         robots_fetcher: Fetcher | None = None,
+        plugins: ArtifactProcessor | None = None,
     ) -> None:
         self.store = store
         self.run_id = run.id
@@ -135,6 +136,7 @@ class CrawlWorker:
             robots=self._robots,
             retry=self.options.retry,
             max_retry_after=self.options.max_retry_after,
+            plugins=plugins,
         )
         self._queue: asyncio.Queue[Lease] = asyncio.Queue()
         self._held: Counter[str] = Counter()

@@ -59,6 +59,7 @@ from sitesync.store.postgres._rows import (
     run_from_row,
     task_from_row,
 )
+from sitesync.store.postgres.records import PostgresRecords
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ _RETRYABLE = (errors.SerializationFailure, errors.DeadlockDetected)
 _ATTEMPTS = 4
 
 
-class PostgresStore:
+class PostgresStore(PostgresRecords):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""
 
     def __init__(
@@ -342,6 +343,8 @@ class PostgresStore:
                     verdicts.append(ReportVerdict.LEASE_LOST)
                     continue
                 verdicts.append(ReportVerdict.ACCEPTED)
+                if state is TaskState.COMPLETED and report.records:
+                    await self._save_records(conn, run_id, report, now)
                 delta["assigned"] -= 1
                 delta[state.value] += 1
                 if state is TaskState.PENDING:

@@ -42,13 +42,14 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store._sql import load_migrations, load_queries
+from sitesync.store.sqlite.records import SqliteRecords
 
 T = TypeVar("T")
 
 _Q = load_queries("sitesync.store.sqlite")
 
 
-class SqliteStore:
+class SqliteStore(SqliteRecords):
     """All store interfaces on one SQLite file."""
 
     def __init__(
@@ -417,6 +418,8 @@ class SqliteStore:
                     verdicts.append(ReportVerdict.LEASE_LOST)
                     continue
                 verdicts.append(ReportVerdict.ACCEPTED)
+                if state is TaskState.COMPLETED and report.records:
+                    self._save_records(conn, run_id, report, now)
                 delta["assigned"] -= 1
                 delta[state.value] += 1
                 if state is TaskState.PENDING:
