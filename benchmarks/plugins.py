@@ -1,0 +1,91 @@
+"""Per-page cost of the plugin pipeline, on the benchmark site's 20 KB pages.
+
+Fetches pages of a generated site (``sitesync.testing``) once, builds what a crawl hands the
+pipeline (the artifact, with its decoded text and extracted links, and the tree the link
+extraction parsed), then times ``PluginPipeline.process`` alone: CPU time per page, best of
+several passes, for all plugins and for each one. ``--parse`` withholds the tree, so each
+page is parsed again (what a pipeline costs without the crawl's parse to share).
+
+    python benchmarks/plugins.py [--pages 200] [--plugins page,links]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import urllib.request
+from typing import Any
+
+from sitesync.config import load_settings
+from sitesync.models import CrawlArtifact
+from sitesync.plugins.builtin.links import extract_links
+from sitesync.plugins.loader import discover
+from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
+from sitesync.testing import LoopbackSite, SiteSpec
+
+Page = tuple[CrawlArtifact, Any]
+
+
+def fetch_pages(count: int) -> list[Page]:
+    pages: list[Page] = []
+    with LoopbackSite(SiteSpec(hosts=1, pages_per_host=count), record_requests=False) as site:
+        for n, url in enumerate(site.page_urls()):
+            with urllib.request.urlopen(url) as response:  # loopback only
+                body = response.read()
+                headers = {k.lower(): v for k, v in response.headers.items()}
+            text = body.decode()
+            links = extract_links(text, url)
+            artifact = CrawlArtifact(
+                run_id=1,
+                task_id=n,
+                requested_url=url,
+                final_url=url,
+                depth=min(n, 1),
+                status=200,
+                outcome="success",
+                headers=headers,
+                body=body,
+                text=text,
+                redirects=(),
+                elapsed=0.0,
+                links=tuple(links),
+            )
+            pages.append((artifact, links.tree))
+    return pages
+
+
+async def per_page(pipeline: PluginPipeline, pages: list[Page], passes: int, parse: bool) -> float:
+    for artifact, tree in pages:  # warm up
+        await pipeline.process(artifact, tree=None if parse else tree)
+    best = float("inf")
+    for _ in range(passes):
+        started = time.process_time()
+        for artifact, tree in pages:
+            await pipeline.process(artifact, tree=None if parse else tree)
+        best = min(best, (time.process_time() - started) / len(pages))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--passes", type=int, default=7)
+    parser.add_argument("--plugins", default=None, help="comma-separated; default: all found")
+    parser.add_argument("--parse", action="store_true", help="parse each page again")
+    args = parser.parse_args()
+    pages = fetch_pages(args.pages)
+    size = sum(len(a.body) for a, _ in pages) // len(pages)
+    names = [p.info.name for p in discover(load_settings(plugins=args.plugins).plugins).loaded]
+    how = "parsed again" if args.parse else "the crawl's parse shared"
+    print(f"{len(pages)} pages of ~{size} B ({how}); CPU time per page, best of {args.passes}")
+    for label, selection in [("all: " + ",".join(names), ",".join(names))] + [
+        (name, name) for name in names
+    ]:
+        pipeline = build_pipeline(load_settings(plugins=selection))
+        seconds = asyncio.run(per_page(pipeline, pages, args.passes, args.parse))
+        print(f"{seconds * 1e6:8.1f} us  {label}")
+
+
+if __name__ == "__main__":
+    main()

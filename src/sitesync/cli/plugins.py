@@ -1,0 +1,38 @@
+"""``sitesync plugins``: what the entry-point group ``sitesync.plugins`` holds, and its state."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sitesync.config import load_settings
+from sitesync.plugins.loader import PluginStatus, discover
+
+console = Console()
+
+_STYLE = {
+    PluginStatus.LOADED: "green",
+    PluginStatus.SKIPPED: "red",
+    PluginStatus.DISABLED: "yellow",
+}
+
+
+def plugins_command() -> None:
+    """List the plugins found, and which are loaded, skipped or disabled.
+
+    Loaded plugins run in crawls; skipped ones failed to load (the table says why);
+    disabled ones are left out by the 'plugins' setting (SITESYNC_PLUGINS).
+    """
+    settings = load_settings()
+    found = discover(settings.plugins, log_skips=False)
+    table = Table(title="plugins (entry-point group sitesync.plugins)")
+    for column in ("name", "status", "from", "entry point", "detail"):
+        table.add_column(column, overflow="fold")
+    for info in found.infos:
+        origin = "built-in" if info.builtin else (info.distribution or "?")
+        status = f"[{_STYLE[info.status]}]{info.status.value}[/]"
+        table.add_row(info.name, status, origin, info.target, info.error or "")
+    if not found.infos:
+        console.print("no plugins found: is sitesync installed (pip install / uv sync)?")
+        return
+    console.print(table)
