@@ -1,0 +1,81 @@
+"""A worker's side of domain claims: which hosts it may fetch from, and until when.
+
+The store decides who holds what (fair shares, expiry, take-over). The worker keeps the
+expiry times it was given and starts a fetch on a host only while its claim has at least
+``safety`` seconds left (the longest a fetch can take), so a fetch never outlives the
+claim it started under, even if renewals then fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from sitesync.models import ClaimGrant
+from sitesync.store.base import Store
+
+log = logging.getLogger(__name__)
+
+OnNewHost = Callable[[str], Awaitable[None]]
+
+
+class ClaimKeeper:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        run_id: int,
+        worker_id: str,
+        claim_seconds: float,
+        worker_ttl: float,
+        safety: float,
+        max_hosts: int | None,
+        on_new_host: OnNewHost,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.worker_id = worker_id
+        self.claim_seconds = claim_seconds
+        self.worker_ttl = worker_ttl
+        self.safety = safety
+        self.max_hosts = max_hosts
+        self._on_new_host = on_new_host
+        self._expires: dict[str, float] = {}
+        self._surplus: set[str] = set()
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(self._expires)
+
+    @property
+    def surplus(self) -> set[str]:
+        """Claimed hosts beyond the fair share: take no new work there, let them drain."""
+        return self._surplus
+
+    def holds(self, host: str) -> bool:
+        """May a fetch on ``host`` start now?"""
+        return self._expires.get(host, 0.0) - time.time() > self.safety
+
+    async def refresh(self) -> ClaimGrant:
+        """Renew, rebalance and extend this worker's claims (one store transaction)."""
+        grant = await self.store.claim_hosts(
+            self.run_id,
+            worker_id=self.worker_id,
+            claim_seconds=self.claim_seconds,
+            worker_ttl=self.worker_ttl,
+            max_hosts=self.max_hosts,
+        )
+        before = set(self._expires)
+        self._expires = {claim.host: claim.expires_at for claim in grant.claims}
+        self._surplus = set(grant.hosts[grant.share :])
+        for host in self._expires.keys() - before:
+            await self._on_new_host(host)
+        lost = before - self._expires.keys()
+        if lost:
+            log.debug("claims given up or lost: %s", ", ".join(sorted(lost)))
+        return grant
+
+    async def release_all(self) -> None:
+        self._expires = {}
+        await self.store.release_claims(self.run_id, worker_id=self.worker_id)

@@ -1,0 +1,144 @@
+-- Workers, host claims, politeness state and per-host counters (PostgreSQL).
+
+-- name: upsert_worker
+INSERT INTO workers (worker_id, host, pid, run_id, started_at, last_heartbeat)
+VALUES (%(worker_id)s, %(host)s, %(pid)s, %(run_id)s, %(now)s, %(now)s)
+ON CONFLICT (worker_id) DO UPDATE
+   SET run_id = excluded.run_id, last_heartbeat = excluded.last_heartbeat, stopped_at = NULL;
+
+-- name: heartbeat_worker
+UPDATE workers SET last_heartbeat = %(now)s WHERE worker_id = %(worker_id)s;
+
+-- name: stop_worker
+UPDATE workers SET stopped_at = %(now)s, last_heartbeat = %(now)s WHERE worker_id = %(worker_id)s;
+
+-- name: select_workers
+SELECT * FROM workers WHERE run_id = %(run_id)s ORDER BY started_at;
+
+-- name: count_live_workers
+SELECT COUNT(*) AS n FROM workers
+ WHERE run_id = %(run_id)s AND stopped_at IS NULL AND last_heartbeat > %(alive_after)s;
+
+-- name: renew_claims
+-- Only claims still held are renewed: an expired one may already be someone else's.
+UPDATE claims SET expires_at = %(expires_at)s
+ WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s AND expires_at > %(now)s;
+
+-- name: drop_finished_claims
+-- A host with nothing pending or leased needs no holder.
+DELETE FROM claims
+ WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
+   AND NOT EXISTS (SELECT 1 FROM tasks
+                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
+                      AND tasks.state IN ('pending', 'assigned'));
+
+-- name: count_hosts_with_work
+SELECT COUNT(DISTINCT host) AS n FROM tasks WHERE run_id = %(run_id)s AND state = 'pending';
+
+-- name: drop_surplus_claims
+-- Over its fair share, a worker lets go of hosts where it has nothing in flight.
+DELETE FROM claims
+ WHERE (run_id, host) IN (
+       SELECT claims.run_id, claims.host FROM claims
+        WHERE claims.run_id = %(run_id)s AND claims.worker_id = %(worker_id)s
+          AND NOT EXISTS (SELECT 1 FROM tasks
+                           WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
+                             AND tasks.state = 'assigned')
+        ORDER BY claims.claimed_at DESC
+        LIMIT %(surplus)s);
+
+-- name: claim_free_hosts
+-- Hosts with pending work that nobody holds (or whose holder's claim expired), oldest
+-- work first. A claim taken over from an expired holder keeps its row, new owner.
+INSERT INTO claims (run_id, host, worker_id, expires_at, claimed_at)
+SELECT %(run_id)s, host, %(worker_id)s, %(expires_at)s, %(now)s
+  FROM (SELECT host, MIN(id) AS first_id FROM tasks
+         WHERE run_id = %(run_id)s AND state = 'pending'
+           AND host NOT IN (SELECT host FROM claims WHERE run_id = %(run_id)s AND expires_at > %(now)s)
+         GROUP BY host
+         ORDER BY first_id
+         LIMIT %(limit)s) AS free_hosts
+ON CONFLICT (run_id, host) DO UPDATE
+   SET worker_id = excluded.worker_id,
+       expires_at = excluded.expires_at,
+       claimed_at = excluded.claimed_at
+ WHERE claims.expires_at <= %(now)s;
+
+-- name: select_my_claims
+SELECT * FROM claims
+ WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s AND expires_at > %(now)s
+ ORDER BY claimed_at, host;
+
+-- name: select_claims
+SELECT * FROM claims WHERE run_id = %(run_id)s ORDER BY host;
+
+-- name: release_claims
+DELETE FROM claims WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s;
+
+-- name: select_host_state
+SELECT * FROM host_state WHERE host = %(host)s;
+
+-- name: save_host_pause
+INSERT INTO host_state (host, paused_until, updated_at) VALUES (%(host)s, %(until)s, %(now)s)
+ON CONFLICT (host) DO UPDATE
+   SET paused_until = GREATEST(host_state.paused_until, excluded.paused_until),
+       updated_at = excluded.updated_at;
+
+-- name: save_host_robots
+INSERT INTO host_state (host, robots_origin, robots_status, robots_body, robots_expires_at,
+                        updated_at)
+VALUES (%(host)s, %(origin)s, %(status)s, %(body)s, %(expires_at)s, %(now)s)
+ON CONFLICT (host) DO UPDATE
+   SET robots_origin = excluded.robots_origin,
+       robots_status = excluded.robots_status,
+       robots_body = excluded.robots_body,
+       robots_expires_at = excluded.robots_expires_at,
+       updated_at = excluded.updated_at;
+
+-- name: count_uncounted
+-- Finished tasks not yet in run_hosts, per host.
+SELECT host,
+       COUNT(*) FILTER (WHERE state = 'completed') AS pages,
+       COUNT(*) FILTER (WHERE state = 'failed') AS errors
+  FROM tasks
+ WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed')
+ GROUP BY host;
+
+-- name: mark_counted
+UPDATE tasks SET counted = true
+ WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed');
+
+-- name: add_host_counts
+INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)
+VALUES (%(run_id)s, %(host)s, %(pages)s, %(errors)s, %(now)s)
+ON CONFLICT (run_id, host) DO UPDATE
+   SET pages_crawled = run_hosts.pages_crawled + excluded.pages_crawled,
+       errors = run_hosts.errors + excluded.errors,
+       updated_at = excluded.updated_at;
+
+-- name: touch_domain
+INSERT INTO domains (host, first_seen_at, updated_at, last_run_id, last_crawled_at)
+VALUES (%(host)s, %(now)s, %(now)s, %(run_id)s, %(now)s)
+ON CONFLICT (host) DO UPDATE
+   SET last_run_id = excluded.last_run_id,
+       last_crawled_at = excluded.last_crawled_at,
+       updated_at = excluded.updated_at;
+
+-- name: mark_exhausted
+-- Terminal statuses are never overwritten: only 'active' hosts move.
+UPDATE run_hosts SET status = 'exhausted', updated_at = %(now)s
+ WHERE run_id = %(run_id)s AND status = 'active'
+   AND NOT EXISTS (SELECT 1 FROM tasks
+                    WHERE tasks.run_id = run_hosts.run_id AND tasks.host = run_hosts.host
+                      AND tasks.state IN ('pending', 'assigned'));
+
+-- name: set_host_status
+INSERT INTO run_hosts (run_id, host, status, updated_at)
+VALUES (%(run_id)s, %(host)s, %(status)s, %(now)s)
+ON CONFLICT (run_id, host) DO UPDATE
+   SET status = CASE WHEN run_hosts.status IN ('exhausted', 'blocked') THEN run_hosts.status
+                     ELSE excluded.status END,
+       updated_at = excluded.updated_at;
+
+-- name: select_run_hosts
+SELECT * FROM run_hosts WHERE run_id = %(run_id)s ORDER BY host;

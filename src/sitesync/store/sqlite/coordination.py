@@ -1,0 +1,201 @@
+"""Workers, host claims, politeness state and per-host counters on SQLite.
+
+Mixed into :class:`~sitesync.store.sqlite.store.SqliteStore`: every method is one
+transaction on the store's thread, with its SQL in ``coordination.sql``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, RunHost, WorkerInfo
+from sitesync.store._sql import load_queries
+
+T = TypeVar("T")
+
+_Q = load_queries("sitesync.store.sqlite", "coordination.sql")
+
+
+class SqliteCoordination:
+    if TYPE_CHECKING:
+        _clock: Callable[[], float]
+
+        async def _call(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+        def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
+
+        def _errors(self) -> contextlib.AbstractContextManager[None]: ...
+
+        def _connection(self) -> sqlite3.Connection: ...
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[sqlite3.Row]:
+        with self._errors():
+            return self._connection().execute(_Q[query], params).fetchall()
+
+    # -- workers --------------------------------------------------------------------------
+
+    async def register_worker(self, run_id: int, *, worker_id: str, host: str, pid: int) -> None:
+        params = {"worker_id": worker_id, "host": host, "pid": pid, "run_id": run_id}
+        await self._call(self._exec, "upsert_worker", params)
+
+    async def stop_worker(self, worker_id: str) -> None:
+        await self._call(self._exec, "stop_worker", {"worker_id": worker_id})
+
+    async def list_workers(self, run_id: int) -> list[WorkerInfo]:
+        rows = await self._call(self._read, "select_workers", {"run_id": run_id})
+        return [_worker(row) for row in rows]
+
+    def _exec(self, query: str, params: dict[str, Any]) -> int:
+        with self._write() as conn:
+            return conn.execute(_Q[query], {**params, "now": self._clock()}).rowcount
+
+    # -- claims ---------------------------------------------------------------------------
+
+    async def claim_hosts(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        claim_seconds: float,
+        worker_ttl: float,
+        max_hosts: int | None = None,
+    ) -> ClaimGrant:
+        return await self._call(
+            self._claim_hosts, run_id, worker_id, claim_seconds, worker_ttl, max_hosts
+        )
+
+    def _claim_hosts(
+        self,
+        run_id: int,
+        worker_id: str,
+        claim_seconds: float,
+        worker_ttl: float,
+        max_hosts: int | None,
+    ) -> ClaimGrant:
+        now = self._clock()
+        mine = {"run_id": run_id, "worker_id": worker_id, "now": now}
+        with self._write() as conn:
+            conn.execute(_Q["heartbeat_worker"], mine)
+            conn.execute(_Q["renew_claims"], {**mine, "expires_at": now + claim_seconds})
+            conn.execute(_Q["drop_finished_claims"], mine)
+            live = conn.execute(
+                _Q["count_live_workers"], {"run_id": run_id, "alive_after": now - worker_ttl}
+            ).fetchone()[0]
+            hosts = conn.execute(_Q["count_hosts_with_work"], {"run_id": run_id}).fetchone()[0]
+            share = fair_share(hosts, live, max_hosts)
+            held = len(conn.execute(_Q["select_my_claims"], mine).fetchall())
+            if held > share + 1:  # a little slack, so claims do not flap between workers
+                conn.execute(_Q["drop_surplus_claims"], {**mine, "surplus": held - share})
+            elif held < share:
+                conn.execute(
+                    _Q["claim_free_hosts"],
+                    {**mine, "expires_at": now + claim_seconds, "limit": share - held},
+                )
+            rows = conn.execute(_Q["select_my_claims"], mine).fetchall()
+        return ClaimGrant(claims=tuple(_claim(row) for row in rows), share=share)
+
+    async def release_claims(self, run_id: int, *, worker_id: str) -> int:
+        params = {"run_id": run_id, "worker_id": worker_id}
+        return await self._call(self._exec, "release_claims", params)
+
+    async def list_claims(self, run_id: int) -> list[Claim]:
+        rows = await self._call(self._read, "select_claims", {"run_id": run_id})
+        return [_claim(row) for row in rows]
+
+    # -- host politeness state ------------------------------------------------------------
+
+    async def get_host_state(self, host: str) -> HostState | None:
+        rows = await self._call(self._read, "select_host_state", {"host": host})
+        return _host_state(rows[0]) if rows else None
+
+    async def save_host_pause(self, host: str, *, until: float) -> None:
+        await self._call(self._exec, "save_host_pause", {"host": host, "until": until})
+
+    async def save_host_robots(
+        self, host: str, *, origin: str, status: int, body: str | None, expires_at: float
+    ) -> None:
+        params = {
+            "host": host, "origin": origin, "status": status, "body": body,
+            "expires_at": expires_at,
+        }  # fmt: skip
+        await self._call(self._exec, "save_host_robots", params)
+
+    # -- per-host counters ----------------------------------------------------------------
+
+    async def flush_host_stats(self, run_id: int, *, final: bool = False) -> int:
+        return await self._call(self._flush_host_stats, run_id, final)
+
+    def _flush_host_stats(self, run_id: int, final: bool) -> int:
+        now = self._clock()
+        with self._write() as conn:
+            counted = 0
+            for row in conn.execute(_Q["count_uncounted"], {"run_id": run_id}).fetchall():
+                params = {"run_id": run_id, "host": row["host"], "now": now,
+                          "pages": row["pages"], "errors": row["errors"]}  # fmt: skip
+                conn.execute(_Q["add_host_counts"], params)
+                conn.execute(_Q["touch_domain"], params)
+                counted += row["pages"] + row["errors"]
+            conn.execute(_Q["mark_counted"], {"run_id": run_id})
+            if final:
+                conn.execute(_Q["mark_exhausted"], {"run_id": run_id, "now": now})
+        return counted
+
+    async def set_host_status(self, run_id: int, host: str, status: HostStatus) -> None:
+        params = {"run_id": run_id, "host": host, "status": status.value}
+        await self._call(self._exec, "set_host_status", params)
+
+    async def list_run_hosts(self, run_id: int) -> list[RunHost]:
+        rows = await self._call(self._read, "select_run_hosts", {"run_id": run_id})
+        return [
+            RunHost(
+                run_id=row["run_id"],
+                host=row["host"],
+                pages_crawled=row["pages_crawled"],
+                errors=row["errors"],
+                status=HostStatus(row["status"]),
+            )
+            for row in rows
+        ]
+
+
+def fair_share(hosts_with_work: int, live_workers: int, cap: int | None) -> int:
+    """How many hosts one worker may hold: an even split, at least one, at most ``cap``."""
+    share = max(1, math.ceil(hosts_with_work / max(1, live_workers)))
+    return share if cap is None else min(share, cap)
+
+
+def _claim(row: sqlite3.Row | dict[str, Any]) -> Claim:
+    return Claim(
+        run_id=row["run_id"],
+        host=row["host"],
+        worker_id=row["worker_id"],
+        expires_at=row["expires_at"],
+        claimed_at=row["claimed_at"],
+    )
+
+
+def _worker(row: sqlite3.Row | dict[str, Any]) -> WorkerInfo:
+    return WorkerInfo(
+        worker_id=row["worker_id"],
+        host=row["host"],
+        pid=row["pid"],
+        run_id=row["run_id"],
+        started_at=row["started_at"],
+        last_heartbeat=row["last_heartbeat"],
+        stopped_at=row["stopped_at"],
+    )
+
+
+def _host_state(row: sqlite3.Row | dict[str, Any]) -> HostState:
+    return HostState(
+        host=row["host"],
+        paused_until=row["paused_until"],
+        robots_origin=row["robots_origin"],
+        robots_status=row["robots_status"],
+        robots_body=row["robots_body"],
+        robots_expires_at=row["robots_expires_at"],
+    )

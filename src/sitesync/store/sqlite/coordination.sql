@@ -1,0 +1,145 @@
+-- Workers, host claims, politeness state and per-host counters (SQLite).
+
+-- name: upsert_worker
+INSERT INTO workers (worker_id, host, pid, run_id, started_at, last_heartbeat)
+VALUES (:worker_id, :host, :pid, :run_id, :now, :now)
+ON CONFLICT (worker_id) DO UPDATE
+   SET run_id = excluded.run_id, last_heartbeat = excluded.last_heartbeat, stopped_at = NULL;
+
+-- name: heartbeat_worker
+UPDATE workers SET last_heartbeat = :now WHERE worker_id = :worker_id;
+
+-- name: stop_worker
+UPDATE workers SET stopped_at = :now, last_heartbeat = :now WHERE worker_id = :worker_id;
+
+-- name: select_workers
+SELECT * FROM workers WHERE run_id = :run_id ORDER BY started_at;
+
+-- name: count_live_workers
+SELECT COUNT(*) AS n FROM workers
+ WHERE run_id = :run_id AND stopped_at IS NULL AND last_heartbeat > :alive_after;
+
+-- name: renew_claims
+-- Only claims still held are renewed: an expired one may already be someone else's.
+UPDATE claims SET expires_at = :expires_at
+ WHERE run_id = :run_id AND worker_id = :worker_id AND expires_at > :now;
+
+-- name: drop_finished_claims
+-- A host with nothing pending or leased needs no holder.
+DELETE FROM claims
+ WHERE run_id = :run_id AND worker_id = :worker_id
+   AND NOT EXISTS (SELECT 1 FROM tasks
+                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
+                      AND tasks.state IN ('pending', 'assigned'));
+
+-- name: count_hosts_with_work
+SELECT COUNT(DISTINCT host) AS n FROM tasks WHERE run_id = :run_id AND state = 'pending';
+
+-- name: drop_surplus_claims
+-- Over its fair share, a worker lets go of hosts where it has nothing in flight.
+DELETE FROM claims
+ WHERE rowid IN (
+       SELECT claims.rowid FROM claims
+        WHERE claims.run_id = :run_id AND claims.worker_id = :worker_id
+          AND NOT EXISTS (SELECT 1 FROM tasks
+                           WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
+                             AND tasks.state = 'assigned')
+        ORDER BY claims.claimed_at DESC
+        LIMIT :surplus);
+
+-- name: claim_free_hosts
+-- Hosts with pending work that nobody holds (or whose holder's claim expired), oldest
+-- work first. A claim taken over from an expired holder keeps its row, new owner.
+INSERT INTO claims (run_id, host, worker_id, expires_at, claimed_at)
+SELECT :run_id, host, :worker_id, :expires_at, :now
+  FROM (SELECT host, MIN(id) AS first_id FROM tasks
+         WHERE run_id = :run_id AND state = 'pending'
+           AND host NOT IN (SELECT host FROM claims WHERE run_id = :run_id AND expires_at > :now)
+         GROUP BY host
+         ORDER BY first_id
+         LIMIT :limit) AS free_hosts
+ WHERE true
+ON CONFLICT (run_id, host) DO UPDATE
+   SET worker_id = excluded.worker_id,
+       expires_at = excluded.expires_at,
+       claimed_at = excluded.claimed_at
+ WHERE claims.expires_at <= :now;
+
+-- name: select_my_claims
+SELECT * FROM claims
+ WHERE run_id = :run_id AND worker_id = :worker_id AND expires_at > :now
+ ORDER BY claimed_at, host;
+
+-- name: select_claims
+SELECT * FROM claims WHERE run_id = :run_id ORDER BY host;
+
+-- name: release_claims
+DELETE FROM claims WHERE run_id = :run_id AND worker_id = :worker_id;
+
+-- name: select_host_state
+SELECT * FROM host_state WHERE host = :host;
+
+-- name: save_host_pause
+INSERT INTO host_state (host, paused_until, updated_at) VALUES (:host, :until, :now)
+ON CONFLICT (host) DO UPDATE
+   SET paused_until = MAX(host_state.paused_until, excluded.paused_until),
+       updated_at = excluded.updated_at;
+
+-- name: save_host_robots
+INSERT INTO host_state (host, robots_origin, robots_status, robots_body, robots_expires_at,
+                        updated_at)
+VALUES (:host, :origin, :status, :body, :expires_at, :now)
+ON CONFLICT (host) DO UPDATE
+   SET robots_origin = excluded.robots_origin,
+       robots_status = excluded.robots_status,
+       robots_body = excluded.robots_body,
+       robots_expires_at = excluded.robots_expires_at,
+       updated_at = excluded.updated_at;
+
+-- name: count_uncounted
+-- Finished tasks not yet in run_hosts, per host.
+SELECT host,
+       SUM(CASE WHEN state = 'completed' THEN 1 ELSE 0 END) AS pages,
+       SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS errors
+  FROM tasks
+ WHERE run_id = :run_id AND counted = 0 AND state IN ('completed', 'failed')
+ GROUP BY host;
+
+-- name: mark_counted
+UPDATE tasks SET counted = 1
+ WHERE run_id = :run_id AND counted = 0 AND state IN ('completed', 'failed');
+
+-- name: add_host_counts
+INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)
+VALUES (:run_id, :host, :pages, :errors, :now)
+ON CONFLICT (run_id, host) DO UPDATE
+   SET pages_crawled = run_hosts.pages_crawled + excluded.pages_crawled,
+       errors = run_hosts.errors + excluded.errors,
+       updated_at = excluded.updated_at;
+
+-- name: touch_domain
+INSERT INTO domains (host, first_seen_at, updated_at, last_run_id, last_crawled_at)
+VALUES (:host, :now, :now, :run_id, :now)
+ON CONFLICT (host) DO UPDATE
+   SET last_run_id = excluded.last_run_id,
+       last_crawled_at = excluded.last_crawled_at,
+       updated_at = excluded.updated_at;
+
+-- name: mark_exhausted
+-- Terminal statuses are never overwritten: only 'active' hosts move.
+UPDATE run_hosts SET status = 'exhausted', updated_at = :now
+ WHERE run_id = :run_id AND status = 'active'
+   AND NOT EXISTS (SELECT 1 FROM tasks
+                    WHERE tasks.run_id = run_hosts.run_id AND tasks.host = run_hosts.host
+                      AND tasks.state IN ('pending', 'assigned'));
+
+-- name: set_host_status
+INSERT INTO run_hosts (run_id, host, status, updated_at)
+VALUES (:run_id, :host, :status, :now)
+ON CONFLICT (run_id, host) DO UPDATE
+   SET status = CASE WHEN run_hosts.status IN ('exhausted', 'blocked') THEN run_hosts.status
+                     ELSE excluded.status END,
+       updated_at = excluded.updated_at;
+
+-- name: select_run_hosts
+SELECT * FROM run_hosts WHERE run_id = :run_id ORDER BY host;

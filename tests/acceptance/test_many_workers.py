@@ -1,0 +1,147 @@
+"""Several worker processes on one run, on each backend (SPEC R1-R3).
+
+Every request carries its worker's id (``--worker-id-header``), so the site's own log
+shows who fetched what, and when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import signal
+import subprocess
+import time
+from collections import defaultdict
+
+import pytest
+
+from sitesync.models import RunStatus, TaskState
+from sitesync.store import open_store
+from sitesync.testing import LoopbackSite, RequestRecord, SiteSpec
+from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
+
+pytestmark = pytest.mark.slow
+
+
+def settings(db: str) -> dict[str, str]:
+    """Worker settings as SITESYNC_* variables: short leases and claims, so a killed
+    worker's tasks and hosts pass on within seconds; per-host concurrency 2, so one
+    worker alone may overlap with itself on a host (but never with another worker)."""
+    return {
+        "db": db, "concurrency": "4", "per_host_concurrency": "2", "delay": "0",
+        "lease_seconds": "1", "claim_seconds": "4", "heartbeat_seconds": "0.3",
+        "total_timeout": "2", "retry_backoff": "0.05", "respect_robots": "false",
+        "sitemaps": "false", "worker_id_header": "true",
+    }  # fmt: skip
+
+
+def new_worker(db: str) -> subprocess.Popen[str]:
+    return sitesync("worker", "--run", "1", settings=settings(db))
+
+
+def start_workers(db: str, site: LoopbackSite, count: int) -> list[subprocess.Popen[str]]:
+    first = sitesync("crawl", *site.root_urls, "--no-progress", settings=settings(db))
+    wait_for_progress(db, 1)
+    return [first, *(new_worker(db) for _ in range(count - 1))]
+
+
+def overlaps_between_workers(records: list[RequestRecord]) -> list[str]:
+    """Requests to one host that were in flight at the same time from two workers."""
+    found = []
+    by_host: dict[str, list[RequestRecord]] = defaultdict(list)
+    for record in records:
+        by_host[record.host].append(record)
+    for host, requests in by_host.items():
+        latest_end: dict[str, float] = {}
+        for record in sorted(requests, key=lambda r: r.started):
+            for worker, end in latest_end.items():
+                if worker != record.worker and end > record.started:
+                    found.append(
+                        f"{host}: {worker} until {end}, {record.worker} from {record.started}"
+                    )
+            latest_end[record.worker] = max(latest_end.get(record.worker, 0.0), record.finished)
+    return found
+
+
+def concurrent_fetches_of_one_url(records: list[RequestRecord]) -> list[str]:
+    by_url: dict[str, list[RequestRecord]] = defaultdict(list)
+    for record in records:
+        by_url[record.host + record.path].append(record)
+    found = []
+    for url, requests in by_url.items():
+        ordered = sorted(requests, key=lambda r: r.started)
+        for before, after in itertools.pairwise(ordered):
+            if before.finished > after.started:
+                found.append(url)
+    return found
+
+
+def assert_host_counters_exact(db: str) -> None:
+    async def go() -> tuple[int, int]:
+        store = await open_store(db)
+        try:
+            await store.flush_host_stats(1)  # whatever a killed worker left uncounted
+            hosts = await store.list_run_hosts(1)
+            claims = await store.list_claims(1)
+            assert all(c.expires_at <= time.time() for c in claims), claims
+            return sum(h.pages_crawled for h in hosts), (await store.get_run(1)).counters.completed
+        finally:
+            await store.close()
+
+    by_host, completed = asyncio.run(go())
+    assert by_host == completed
+
+
+def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=60, delay=0.05)).start()
+    try:
+        workers = start_workers(db_url, site, 4)
+        for proc in workers:
+            _, err = proc.communicate(timeout=90)
+            assert proc.returncode == 0, err
+        assert_exact(db_url, site)
+        records = [r for r in site.requests if r.path != "/robots.txt"]
+        assert len({r.worker for r in records}) >= 2  # the work really was shared
+        assert overlaps_between_workers(records) == []
+        assert_host_counters_exact(db_url)
+    finally:
+        site.stop()
+
+
+def test_chaos_sigkill_random_workers_until_done(db_url: str) -> None:
+    rng = random.Random()
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=50, delay=0.03)).start()
+    workers: list[subprocess.Popen[str]] = []
+    try:
+        workers = start_workers(db_url, site, 3)
+        kills = 0
+        while kills < 4:
+            time.sleep(rng.uniform(0.5, 1.5))
+            run, _, _ = read_run(db_url)
+            if run.status is not RunStatus.RUNNING:
+                break
+            victim = rng.choice([w for w in workers if w.poll() is None] or workers)
+            victim.send_signal(signal.SIGKILL)
+            victim.communicate(timeout=10)
+            kills += 1
+            workers.append(new_worker(db_url))
+        for proc in workers:
+            if proc.returncode is None:
+                _, err = proc.communicate(timeout=120)
+                assert proc.returncode in (0, -signal.SIGKILL), err
+        run, counts, tasks = read_run(db_url)
+        assert run.status is RunStatus.COMPLETED
+        assert {t.url for t in tasks} == set(site.page_urls())  # no URL lost
+        assert counts[TaskState.COMPLETED] == run.counters.completed == len(site.page_urls())
+        records = [r for r in site.requests if r.path != "/robots.txt"]
+        assert concurrent_fetches_of_one_url(records) == []
+        assert overlaps_between_workers(records) == []
+        assert_host_counters_exact(db_url)
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        site.stop()

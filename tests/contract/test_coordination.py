@@ -1,0 +1,148 @@
+"""Claims, workers, host politeness state and per-host counters (SPEC R1-R3), on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from sitesync.models import HostStatus, RunConfig, RunStatus, TaskReport, TaskState
+from sitesync.store.base import Store
+from tests.contract.test_frontier_store import task
+
+HOSTS = ["a.test", "b.test", "c.test", "d.test"]
+
+
+async def run_with_hosts(store: Store, per_host: int = 2) -> int:
+    run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+    await store.transition_run(run.id, RunStatus.RUNNING)
+    await store.mark_seeded(run.id)
+    await store.add_tasks(run.id, [task(n, host=h) for h in HOSTS for n in range(per_host)])
+    return run.id
+
+
+async def join(store: Store, run_id: int, worker: str) -> None:
+    await store.register_worker(run_id, worker_id=worker, host="machine", pid=1)
+
+
+async def claim(
+    store: Store, run_id: int, worker: str, seconds: float = 30, ttl: float = 30
+) -> set[str]:
+    grant = await store.claim_hosts(run_id, worker_id=worker, claim_seconds=seconds, worker_ttl=ttl)
+    return set(grant.hosts)
+
+
+async def test_live_workers_split_the_hosts_without_overlap(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    await join(store, run_id, "w2")
+    first = await claim(store, run_id, "w1")
+    second = await claim(store, run_id, "w2")
+    assert len(first) == len(second) == 2
+    assert not first & second and first | second == set(HOSTS)
+    assert {w.worker_id for w in await store.list_workers(run_id)} == {"w1", "w2"}
+
+
+async def test_acquire_takes_only_claimed_hosts(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    await join(store, run_id, "w2")
+    mine = await claim(store, run_id, "w1")
+    leases = await store.acquire(
+        run_id, worker_id="w1", limit=100, lease_seconds=30, claimed_only=True
+    )
+    assert {lease.host for lease in leases} == mine and len(leases) == 2 * len(mine)
+
+
+async def test_an_expired_claim_is_taken_over_and_a_renewed_one_is_not(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "dead")
+    await join(store, run_id, "alive")
+    dead = await claim(store, run_id, "dead", seconds=0.1)
+    alive = await claim(store, run_id, "alive")
+    await asyncio.sleep(0.15)
+    # the dead worker's heartbeat is now older than the ttl: "alive" is the only live one,
+    # so it renews its own claims and takes over the expired ones
+    taken = await claim(store, run_id, "alive", ttl=0.1)
+    assert alive <= taken and dead & taken
+    claims = {
+        c.host: c.worker_id for c in await store.list_claims(run_id) if c.expires_at > time.time()
+    }
+    assert set(claims.values()) == {"alive"}
+    # the dead worker cannot renew a claim it lost
+    assert await claim(store, run_id, "dead") <= set(HOSTS) - taken
+
+
+async def test_a_worker_over_its_share_lets_go_when_another_joins(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "first")
+    assert await claim(store, run_id, "first") == set(HOSTS)  # alone: everything
+    await join(store, run_id, "second")
+    assert await claim(store, run_id, "second") == set()  # nothing free yet
+    kept = await claim(store, run_id, "first")  # 4 > share 2 + slack: drops 2
+    assert len(kept) == 2
+    assert await claim(store, run_id, "second") == set(HOSTS) - kept
+
+
+async def test_claims_on_finished_hosts_are_dropped_and_all_can_be_released(store: Store) -> None:
+    run_id = await run_with_hosts(store, per_host=1)
+    await join(store, run_id, "w")
+    assert await claim(store, run_id, "w") == set(HOSTS)
+    leases = await store.acquire(
+        run_id, worker_id="w", limit=1, lease_seconds=30, claimed_only=True
+    )
+    await store.report(run_id, [TaskReport(lease=leases[0], ok=True, http_status=200)])
+    assert await claim(store, run_id, "w") == set(HOSTS) - {leases[0].host}
+    assert await store.release_claims(run_id, worker_id="w") == 3
+    assert await store.list_claims(run_id) == []
+    await store.stop_worker("w")
+    [info] = await store.list_workers(run_id)
+    assert info.stopped_at is not None
+
+
+async def test_host_state_keeps_the_latest_pause_and_robots(store: Store) -> None:
+    assert await store.get_host_state("a.test") is None
+    await store.save_host_pause("a.test", until=200.0)
+    await store.save_host_pause("a.test", until=100.0)  # never moves earlier
+    await store.save_host_robots(
+        "a.test", origin="http://a.test", status=200, body="User-agent: *\n", expires_at=300.0
+    )
+    state = await store.get_host_state("a.test")
+    assert state is not None and state.paused_until == 200.0
+    assert (state.robots_status, state.robots_body, state.robots_expires_at) == (
+        200, "User-agent: *\n", 300.0,
+    )  # fmt: skip
+
+
+async def test_host_counters_count_each_finished_task_once(store: Store) -> None:
+    run_id = await run_with_hosts(store, per_host=3)
+    leases = await store.acquire(run_id, worker_id="w", limit=100, lease_seconds=30)
+    a_hosts = [lease for lease in leases if lease.host == "a.test"]
+    reports = [TaskReport(lease=lease, ok=True, http_status=200) for lease in a_hosts[:2]]
+    reports.append(TaskReport(lease=a_hosts[2], ok=False, error="x", give_up=True))
+    await store.report(run_id, reports)
+    assert await store.flush_host_stats(run_id) == 3
+    assert await store.flush_host_stats(run_id) == 0  # nothing counted twice
+    [a] = await store.list_run_hosts(run_id)
+    assert (a.host, a.pages_crawled, a.errors, a.status) == ("a.test", 2, 1, HostStatus.ACTIVE)
+    # the rest finishes; the final flush counts it and marks finished hosts exhausted
+    rest = [lease for lease in leases if lease.host != "a.test"]
+    await store.report(
+        run_id, [TaskReport(lease=lease, ok=True, http_status=200) for lease in rest]
+    )
+    await store.set_host_status(run_id, "b.test", HostStatus.BLOCKED)
+    await store.flush_host_stats(run_id, final=True)
+    hosts = {h.host: h for h in await store.list_run_hosts(run_id)}
+    assert (
+        sum(h.pages_crawled for h in hosts.values())
+        == (await store.get_run(run_id)).counters.completed
+    )
+    assert hosts["a.test"].status is HostStatus.EXHAUSTED
+    assert hosts["b.test"].status is HostStatus.BLOCKED  # terminal, kept
+    await store.set_host_status(run_id, "a.test", HostStatus.ACTIVE)  # a later generic update
+    assert {h.host: h.status for h in await store.list_run_hosts(run_id)}["a.test"] is (
+        HostStatus.EXHAUSTED
+    )
+    counts = await store.count_tasks(run_id)
+    assert counts[TaskState.COMPLETED] == 11 and counts[TaskState.FAILED] == 1
+    domain = await store.get_domain("a.test")
+    assert domain is not None and domain.host == "a.test"
