@@ -1,0 +1,314 @@
+"""``sitesync domains``, ``sitesync scan`` and ``sitesync schedule``: registered domains,
+grouped in scopes, and their recurring scans.
+
+Domain files are a CSV with a ``domain``, ``host`` or ``url`` column, or a plain list with
+one entry per line (blank lines and ``#`` comments skipped). Entries are normalized as URLs
+are (scheme and path dropped, lowercase, IDN to punycode) and stored as bare
+``host[:port]``; a scan crawls each from ``<scan_scheme>://HOST/``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sitesync.cli._common import DbOption, with_store
+from sitesync.cli.crawl import crawl_and_report
+from sitesync.config import load_settings
+from sitesync.errors import ConfigError, InvalidURL, ScanConflict
+from sitesync.models import Domain, Schedule
+from sitesync.runs.crawl import CrawlRequest
+from sitesync.runs.scans import schedule_scan, start_scan
+from sitesync.store import Store
+from sitesync.urls import normalize_url, url_host
+
+#: Exit code of ``sitesync scan`` when the scope already has an active run.
+EXIT_SCAN_CONFLICT = 3
+
+_COLUMNS = ("domain", "host", "url")  # looked for in this order, case-insensitively
+
+console = Console()
+err_console = Console(stderr=True)
+
+domains_app = typer.Typer(help="Registered domains, grouped in scopes.", no_args_is_help=True)
+
+
+# -- reading domain files ---------------------------------------------------------------
+
+
+@dataclass
+class DomainList:
+    """What a domain file holds: hosts in file order (each once), and the bad lines."""
+
+    hosts: list[str] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
+
+    def add(self, line: int, raw: str) -> None:
+        try:
+            host = normalize_domain(raw)
+        except InvalidURL as exc:
+            self.problems.append((line, f"{raw.strip()!r}: {exc}"))
+            return
+        if host not in self.hosts:
+            self.hosts.append(host)
+
+
+def normalize_domain(raw: str) -> str:
+    """The registry's form of a domain entry: ``host[:port]``, lowercase, IDN as punycode.
+
+    An entry may be a bare host or a URL; a non-default port is kept (for https when the
+    entry names no scheme). Raises ``InvalidURL`` saying what is wrong.
+    """
+    text = raw.strip()
+    if not text:
+        raise InvalidURL("empty")
+    url = text if "://" in text else f"https://{text}"
+    try:
+        return url_host(normalize_url(url))
+    except InvalidURL as exc:
+        # The message quotes the URL built here; the caller quotes the entry itself.
+        raise InvalidURL(str(exc).removesuffix(f": {url!r}")) from None
+
+
+def read_domain_list(text: str) -> DomainList:
+    """Parse a domain file: CSV when its first line has a comma or is just a column name
+    (``domain``, ``host``, ``url``), else one entry per line."""
+    lines = text.splitlines()
+    first = next((line.strip() for line in lines if _is_entry(line)), "")
+    if "," in first or first.lower() in _COLUMNS:
+        return _read_csv(text)
+    found = DomainList()
+    for number, line in enumerate(lines, start=1):
+        if _is_entry(line):
+            found.add(number, line)
+    return found
+
+
+def _is_entry(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+def _read_csv(text: str) -> DomainList:
+    reader = csv.reader(io.StringIO(text))
+    column: int | None = None  # of the domain in each row, once the header is read
+    found = DomainList()
+    for row in reader:
+        if not any(cell.strip() for cell in row) or row[0].strip().startswith("#"):
+            continue
+        if column is None:
+            column = _domain_column(row, reader.line_num)
+            continue
+        found.add(reader.line_num, row[column] if column < len(row) else "")
+    return found
+
+
+def _domain_column(header: list[str], line: int) -> int:
+    names = [cell.strip().lower() for cell in header]
+    for name in _COLUMNS:
+        if name in names:
+            return names.index(name)
+    raise ConfigError(
+        f"domain file: line {line}: no 'domain', 'host' or 'url' column in the header {header!r}"
+    )
+
+
+def _read_file(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        # utf-8-sig: spreadsheets often start a CSV with a byte-order mark.
+        return Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read domain file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"domain file {path} is not UTF-8 text: {exc.reason}") from exc
+
+
+# -- sitesync domains ---------------------------------------------------------------------
+
+
+@domains_app.command("import")
+def import_command(
+    file: Annotated[str, typer.Argument(help="CSV or plain list of domains; '-' = stdin.")],
+    scope: Annotated[str, typer.Option("--scope", help="Scope to register them in.")],
+    db: DbOption = None,
+) -> None:
+    """Register domains in a scope (new ones active; known ones move to the scope and
+    become active again). Bad lines are reported by number and skipped."""
+    settings = load_settings(db=db)
+    found = read_domain_list(_read_file(file))
+    for line, problem in found.problems:
+        err_console.print(f"[yellow]line {line}:[/] {problem}", highlight=False, soft_wrap=True)
+    if not found.hosts:
+        raise ConfigError(f"{file}: no valid domains to import")
+    new = with_store(settings.db, lambda store: store.import_domains(scope, found.hosts))
+    skipped = len(found.problems)
+    console.print(
+        f"imported {len(found.hosts)} domains into scope {scope!r}: {new} new, "
+        f"{len(found.hosts) - new} already registered; "
+        f"{skipped} invalid line{'' if skipped == 1 else 's'} skipped",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@domains_app.command("list")
+def list_command(
+    scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
+    stale: Annotated[bool, typer.Option("--stale", help="Only stale domains.")] = False,
+    inactive: Annotated[
+        bool, typer.Option("--inactive", help="Only domains out of the active scan set.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """List registered domains with their scan state."""
+    settings = load_settings(db=db)
+    domains = with_store(
+        settings.db,
+        lambda store: store.list_domains(
+            scope=scope, stale=True if stale else None, active=False if inactive else None
+        ),
+    )
+    if not domains:
+        console.print("no registered domains match: add some with 'sitesync domains import'")
+        return
+    console.print(domains_table(domains))
+
+
+def domains_table(domains: list[Domain]) -> Table:
+    table = Table(title=f"{len(domains)} registered domains")
+    for column in ("host", "scope", "active", "stale", "streak", "canonical host", "aliases",
+                   "last run", "last crawled"):  # fmt: skip
+        table.add_column(column, justify="right" if column in ("streak", "last run") else "left")
+    for domain in domains:
+        table.add_row(
+            domain.host,
+            domain.scope or "-",
+            "yes" if domain.active else "[red]no[/]",
+            "[yellow]stale[/]" if domain.stale else "-",
+            str(domain.unreachable_streak),
+            domain.canonical_host or "-",
+            ", ".join(domain.aliases) or "-",
+            str(domain.last_run_id) if domain.last_run_id is not None else "-",
+            format_time(domain.last_crawled_at),
+        )
+    return table
+
+
+# -- sitesync scan ------------------------------------------------------------------------
+
+
+def scan_command(
+    scope: Annotated[str, typer.Argument(help="The scope to scan.")],
+    now: Annotated[
+        bool, typer.Option("--now", help="Also crawl it in this process until it ends.")
+    ] = False,
+    db: DbOption = None,
+    progress: Annotated[bool, typer.Option(help="With --now: show a live progress bar.")] = True,
+) -> None:
+    """Start a scan of a scope's active domains: a queued run that 'sitesync supervise' (or
+    'sitesync worker --run ID') crawls, or this process with --now.
+
+    A scope has at most one active run: if it has one, this names it and exits with code 3.
+    """
+    settings = load_settings(db=db)
+    try:
+        run = with_store(settings.db, lambda store: start_scan(store, scope, settings))
+    except ScanConflict as exc:
+        err_console.print(
+            f"[bold red]error:[/] scope {scope} already has an active run: {exc.run_id}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_SCAN_CONFLICT) from None
+    console.print(
+        f"run {run.id}: scan of scope {scope!r} queued ({len(run.config.seeds)} domains)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if not now:
+        console.print(
+            f"crawl it with 'sitesync supervise' or 'sitesync worker --run {run.id}'",
+            soft_wrap=True,
+        )
+        return
+    crawl_and_report(
+        settings, CrawlRequest(resume_run_id=run.id), progress=progress, summary_json=None
+    )
+
+
+# -- sitesync schedule --------------------------------------------------------------------
+
+
+def schedule_command(
+    scope: Annotated[str | None, typer.Argument(help="The scope to scan on a cadence.")] = None,
+    cadence: Annotated[
+        str | None,
+        typer.Option(help="Cron expression, 5 fields, in UTC. [scan_cadence: '0 3 1 * *']"),
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List every schedule.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Scan a scope on a cadence (set or replace its schedule), or list the schedules.
+
+    'sitesync supervise' starts each scan when it is due.
+    """
+    settings = load_settings(db=db)
+    if list_ or scope is None:
+        if scope is not None or cadence is not None:
+            raise ConfigError("give either --list, or a SCOPE (and optionally --cadence)")
+        schedules = with_store(settings.db, lambda store: store.list_schedules())
+        if not schedules:
+            console.print("no schedules: add one with 'sitesync schedule SCOPE'")
+            return
+        console.print(schedules_table(schedules))
+        return
+    chosen = cadence if cadence is not None else settings.scan_cadence
+
+    async def work(store: Store) -> tuple[float, int]:
+        next_run_at = await schedule_scan(store, scope, chosen)
+        return next_run_at, len(await store.list_domains(scope=scope, active=True))
+
+    next_run_at, active = with_store(settings.db, work)
+    console.print(
+        f"scope {scope!r} is scanned on '{chosen}' (UTC); next scan {format_time(next_run_at)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if not active:
+        err_console.print(
+            f"[yellow]warning:[/] scope {scope!r} has no active domains yet: "
+            f"'sitesync domains import FILE --scope {scope}'",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def schedules_table(schedules: list[Schedule]) -> Table:
+    table = Table(title="scan schedules (UTC)")
+    for column in ("scope", "cadence", "next scan", "last run"):
+        table.add_column(column, justify="right" if column == "last run" else "left")
+    for schedule in schedules:
+        table.add_row(
+            schedule.scope,
+            schedule.cadence,
+            format_time(schedule.next_run_at),
+            str(schedule.last_run_id) if schedule.last_run_id is not None else "-",
+        )
+    return table
+
+
+def format_time(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

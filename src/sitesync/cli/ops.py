@@ -1,0 +1,139 @@
+"""Operator tools: ``sitesync claims release`` and ``sitesync runs cleanup-stale``.
+
+Both preview with ``--dry-run``, ask before changing anything (``--yes`` skips the
+question), and never touch active work unless forced.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sitesync.cli._common import DbOption, with_store
+from sitesync.config import load_settings
+from sitesync.errors import ConfigError
+from sitesync.models import Claim, Run, RunStatus
+from sitesync.store import Store
+
+console = Console()
+
+claims_app = typer.Typer(help="Host claims held by workers.", no_args_is_help=True)
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+Yes = Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")]
+
+
+@claims_app.command("release")
+def release_claims(
+    db: DbOption = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Also release live claims (with --worker-id or --all-active)."
+        ),
+    ] = False,
+    worker_id: Annotated[
+        str | None, typer.Option("--worker-id", help="Only this worker's claims.")
+    ] = None,
+    all_active: Annotated[
+        bool, typer.Option("--all-active", help="Every live claim of every worker (needs --force).")
+    ] = False,
+    dry_run: DryRun = False,
+    yes: Yes = False,
+) -> None:
+    """Release stuck claims. By default only expired ones; live claims only with --force
+    and --worker-id ID or --all-active (which also asks for confirmation)."""
+    if all_active and not force:
+        raise ConfigError("--all-active releases live claims: it needs --force")
+    if all_active and worker_id:
+        raise ConfigError("give --worker-id or --all-active, not both")
+    if force and not (worker_id or all_active):
+        raise ConfigError("--force needs --worker-id ID or --all-active")
+    settings = load_settings(db=db)
+    expired_only = not force
+
+    async def preview(store: Store) -> list[Claim]:
+        return await store.release_claims_where(
+            expired_only=expired_only, worker_id=worker_id, dry_run=True
+        )
+
+    claims = with_store(settings.db, preview)
+    what = "expired claims" if expired_only else "claims, live ones included,"
+    _show_claims(claims, f"{len(claims)} {what} to release")
+    if dry_run or not claims:
+        return
+    asks = (all_active or not expired_only) and not yes
+    if asks and not typer.confirm(f"Release {len(claims)} claims now?", default=False):
+        raise typer.Exit(1)
+
+    async def release(store: Store) -> list[Claim]:
+        return await store.release_claims_where(
+            expired_only=expired_only, worker_id=worker_id, dry_run=False
+        )
+
+    released = with_store(settings.db, release)
+    console.print(f"released {len(released)} claims")
+
+
+def _show_claims(claims: list[Claim], title: str) -> None:
+    table = Table(title=title)
+    for column in ("run", "host", "worker", "expires"):
+        table.add_column(column)
+    now = time.time()
+    for claim in claims:
+        left = claim.expires_at - now
+        expires = f"in {left:.0f}s" if left > 0 else f"{-left:.0f}s ago"
+        table.add_row(str(claim.run_id), claim.host, claim.worker_id, expires)
+    console.print(table)
+
+
+def cleanup_stale(
+    db: DbOption = None,
+    older_than_minutes: Annotated[
+        float, typer.Option(help="Idle this long (no task transition, no heartbeat).")
+    ] = 60,
+    dry_run: DryRun = False,
+    yes: Yes = False,
+) -> None:
+    """Mark runs with no activity for --older-than-minutes as failed (with the reason).
+    Runs with recent activity are never touched."""
+    settings = load_settings(db=db)
+    idle = older_than_minutes * 60
+
+    async def find(store: Store) -> list[Run]:
+        return await store.find_inactive_runs(idle_seconds=idle)
+
+    runs = with_store(settings.db, find)
+    table = Table(title=f"{len(runs)} runs idle for more than {older_than_minutes:g} minutes")
+    for column in ("run", "status", "last activity", "pending"):
+        table.add_column(column)
+    for run in runs:
+        last = max(run.last_activity_at or 0, run.heartbeat_at or 0, run.created_at)
+        table.add_row(
+            str(run.id),
+            run.status.value,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(last)),
+            str(run.counters.pending + run.counters.assigned),
+        )
+    console.print(table)
+    if dry_run or not runs:
+        return
+    if not yes and not typer.confirm(f"Mark {len(runs)} runs failed?", default=False):
+        raise typer.Exit(1)
+    reason = f"stale: no activity for over {older_than_minutes:g} minutes (cleanup-stale)"
+
+    async def fail(store: Store) -> int:
+        done = 0
+        for run in runs:
+            # Re-checked at the last moment: a run that woke up meanwhile is left alone.
+            fresh = await store.find_inactive_runs(idle_seconds=idle)
+            if any(r.id == run.id for r in fresh):
+                await store.transition_run(run.id, RunStatus.FAILED, reason=reason)
+                done += 1
+        return done
+
+    console.print(f"marked {with_store(settings.db, fail)} runs failed")

@@ -1,0 +1,122 @@
+"""Scans of registered scopes: starting one, and starting the due ones on their schedules.
+
+A scan is a run of a scope's active domains (``sitesync domains import``). The store keeps
+at most one active run per scope and refuses a second start with ``ScanConflict``. When a
+scan completes, ``crawl()`` applies the stale lifecycle to the scope's domains
+(``RegistryStore.apply_scan_results``).
+
+Cadences are five-field cron expressions read in UTC, so every machine of a PostgreSQL
+deployment agrees on when a scan is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from croniter import croniter
+
+from sitesync.errors import ConfigError, ScanConflict
+from sitesync.frontier.frontier import normalize_seeds
+from sitesync.models import Run, RunConfig
+
+if TYPE_CHECKING:  # config.py imports this module to validate cadences
+    from sitesync.config import Settings
+    from sitesync.store.base import Store
+
+log = logging.getLogger(__name__)
+
+#: Monthly: on the 1st, at 03:00 UTC.
+DEFAULT_CADENCE = "0 3 1 * *"
+
+
+def check_cadence(cadence: str) -> str:
+    """The cadence with its whitespace tidied; ``ConfigError`` naming it when it is not a
+    five-field cron expression (or an alias such as ``@monthly``)."""
+    text = " ".join(cadence.split())
+    shaped = len(text.split()) == 5 or (text.startswith("@") and " " not in text)
+    if not (shaped and croniter.is_valid(text)):
+        raise ConfigError(
+            f"invalid cadence {cadence!r}: expected a cron expression of 5 fields "
+            f"(minute hour day-of-month month day-of-week), e.g. {DEFAULT_CADENCE!r} = monthly"
+        )
+    return text
+
+
+def next_run_after(cadence: str, after: float) -> float:
+    """The first time strictly after ``after`` (epoch seconds) that ``cadence`` names."""
+    start = datetime.fromtimestamp(after, tz=UTC)
+    return float(croniter(check_cadence(cadence), start).get_next(float))
+
+
+async def scan_config(store: Store, scope: str, settings: Settings) -> RunConfig:
+    """What a scan of ``scope`` crawls: the root of each active domain.
+
+    Registered domains are bare hosts; ``scan_scheme`` gives the seeds their scheme, and
+    redirects from there (to https, to ``www.``) join the run's scope as they happen.
+    """
+    domains = await store.list_domains(scope=scope, active=True)
+    if not domains:
+        raise ConfigError(
+            f"scope {scope!r} has no active domains: register some with "
+            f"'sitesync domains import FILE --scope {scope}'"
+        )
+    seeds = normalize_seeds(f"{settings.scan_scheme}://{domain.host}/" for domain in domains)
+    return RunConfig(
+        seeds=tuple(seeds), max_depth=settings.scan_max_depth, max_retries=settings.max_retries
+    )
+
+
+async def start_scan(store: Store, scope: str, settings: Settings) -> Run:
+    """Create the queued run of a scan of ``scope``; raises ``ScanConflict`` if the scope
+    already has an active run (nothing is created then)."""
+    return await store.start_scan(scope, await scan_config(store, scope, settings))
+
+
+async def schedule_scan(
+    store: Store, scope: str, cadence: str, *, now: float | None = None
+) -> float:
+    """Scan ``scope`` on ``cadence`` from now on (replacing its schedule); the first time due."""
+    cadence = check_cadence(cadence)
+    next_run_at = next_run_after(cadence, time.time() if now is None else now)
+    await store.set_schedule(scope, cadence=cadence, next_run_at=next_run_at)
+    return next_run_at
+
+
+async def start_due_scans(
+    store: Store, settings: Settings, *, now: float | None = None
+) -> list[Run]:
+    """Start a scan of every scope whose schedule is due; returns the runs created.
+
+    Each due schedule then moves to its next time after ``now``, started or not: a scope
+    still busy with a scan (``ScanConflict``) or with no active domains is logged and
+    skipped until then, so a slow scan is never followed by a second one at once. The
+    supervisor calls this on every loop; two supervisors calling it together start one
+    scan per scope (the store's conflict check), never two at once.
+    """
+    now = time.time() if now is None else now
+    started: list[Run] = []
+    for schedule in await store.list_schedules():
+        if schedule.next_run_at > now:
+            continue
+        try:
+            next_run_at = next_run_after(schedule.cadence, now)
+        except ConfigError as exc:  # written around the CLI's check (e.g. by hand in SQL)
+            log.error("schedule of scope %r: %s", schedule.scope, exc)
+            continue
+        run_id = None
+        try:
+            run = await start_scan(store, schedule.scope, settings)
+        except ScanConflict as exc:
+            log.warning("scheduled scan of scope %r skipped: it is busy with run %d",
+                        schedule.scope, exc.run_id)  # fmt: skip
+        except ConfigError as exc:
+            log.warning("scheduled scan of scope %r skipped: %s", schedule.scope, exc)
+        else:
+            log.info("scheduled scan of scope %r: run %d queued", schedule.scope, run.id)
+            started.append(run)
+            run_id = run.id
+        await store.advance_schedule(schedule.scope, next_run_at=next_run_at, last_run_id=run_id)
+    return started

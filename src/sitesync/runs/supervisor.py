@@ -1,0 +1,177 @@
+"""The supervisor: starts workers for queued runs, heartbeats for them, and recovers
+runs whose heartbeats stopped (the watchdog).
+
+Several supervisors may share one store: a queued run is started by whichever moves it to
+``running`` first (one conditional UPDATE), and recovering a stale run is one transaction.
+Worker processes are started with a parent-death signal, so a supervisor that is killed
+takes its workers with it; their runs' heartbeats stop, and any supervisor's watchdog
+re-queues them after ``stale_after`` (or fails them past ``max_crash_retries``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from sitesync.models import RunStatus
+from sitesync.store.base import Store
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+#: Starts the scans whose schedules are due (see sitesync.runs.scans).
+ScanStarter = Callable[[Store], Awaitable[object]]
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorOptions:
+    workers_per_run: int = 1
+    max_workers: int = 4  # worker processes this supervisor runs at once, over all runs
+    heartbeat: float = 10.0
+    watchdog: float = 60.0
+    stale_after: float = 120.0
+    max_crash_retries: int = 3
+    worker_env: dict[str, str] = field(default_factory=dict)  # SITESYNC_* for workers
+
+
+class Supervisor:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        supervisor_id: str,
+        options: SupervisorOptions,
+        start_due_scans: ScanStarter | None = None,
+    ) -> None:
+        self.store = store
+        self.supervisor_id = supervisor_id
+        self.options = options
+        self._start_due_scans = start_due_scans
+        self._workers: dict[int, list[subprocess.Popen[bytes]]] = {}
+        self._stop = asyncio.Event()
+        self._last_watchdog = 0.0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, once: bool = False) -> None:
+        """Loop until stop() (or one round with ``once``)."""
+        try:
+            while True:
+                await self.tick()
+                if once or self._stop.is_set():
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.options.heartbeat)
+                if self._stop.is_set():
+                    break
+        finally:
+            await self._shutdown()
+
+    async def tick(self) -> None:
+        """One round: reap, heartbeat, watchdog, scans, starts."""
+        self._reap()
+        for run_id in self._workers:
+            await self.store.heartbeat_run(run_id)
+        now = time.monotonic()
+        if now - self._last_watchdog >= self.options.watchdog:
+            self._last_watchdog = now
+            await self._watchdog()
+        if self._start_due_scans is not None:
+            await self._start_due_scans(self.store)
+        await self._start_queued()
+
+    async def _watchdog(self) -> None:
+        for run in await self.store.recover_stale_runs(
+            stale_after=self.options.stale_after,
+            max_crash_retries=self.options.max_crash_retries,
+        ):
+            if run.status is RunStatus.QUEUED:
+                log.warning(
+                    "run %d had no heartbeat: re-queued (retry %d)", run.id, run.crash_retries
+                )
+            else:
+                log.error("run %d crashed and exceeded max retries: failed", run.id)
+
+    async def _start_queued(self) -> None:
+        running = sum(len(procs) for procs in self._workers.values())
+        room = self.options.max_workers - running
+        if room < 1:
+            return
+        runs = await self.store.list_runs(limit=1000)
+        queued = [run for run in runs if run.status is RunStatus.QUEUED]
+        for run in sorted(queued, key=lambda r: r.id):
+            count = min(self.options.workers_per_run, room)
+            if count < 1:
+                break
+            started = await self.store.start_queued_run(run.id, supervisor_id=self.supervisor_id)
+            if started is None:
+                continue  # another supervisor was first
+            self._workers[run.id] = [self._spawn(run.id) for _ in range(count)]
+            room -= count
+            log.info("run %d: started %d worker(s)", run.id, count)
+
+    def _spawn(self, run_id: int) -> subprocess.Popen[bytes]:
+        env = {**os.environ, **self.options.worker_env}
+        return subprocess.Popen(
+            [sys.executable, "-m", "sitesync", "worker", "--run", str(run_id)],
+            env=env,
+            preexec_fn=_die_with_parent,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def _reap(self) -> None:
+        for run_id, procs in list(self._workers.items()):
+            alive = [p for p in procs if p.poll() is None]
+            for proc in procs:
+                if proc.returncode is not None and proc.returncode != 0:
+                    log.warning("a worker of run %d exited with %d", run_id, proc.returncode)
+            if alive:
+                self._workers[run_id] = alive
+            else:
+                # No heartbeat from us any more: if the run did not end, the watchdog
+                # (ours or another supervisor's) recovers it.
+                del self._workers[run_id]
+
+    async def _shutdown(self) -> None:
+        """Stop our workers gracefully and hand their runs back to the queue."""
+        procs = [(run_id, p) for run_id, ps in self._workers.items() for p in ps]
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for _, proc in procs:
+            try:
+                await asyncio.to_thread(proc.wait, 30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for run_id in self._workers:
+            run = await self.store.get_run(run_id)
+            if run.status is RunStatus.STOPPED:
+                # Our workers stopped it because we shut down, not a user: queue it again.
+                await self.store.transition_run(
+                    run_id, RunStatus.QUEUED, reason="supervisor shut down; re-queued"
+                )
+        self._workers.clear()
+
+    @property
+    def worker_pids(self) -> dict[int, Sequence[int]]:
+        return {run_id: [p.pid for p in procs] for run_id, procs in self._workers.items()}
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL when the supervisor dies (Linux)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:  # not Linux: workers outlive a killed supervisor, leases still expire
+        pass

@@ -1,0 +1,141 @@
+"""The domain registry, scans of scopes and their schedules on PostgreSQL.
+
+Mixed into :class:`~sitesync.store.postgres.store.PostgresStore`, with its SQL in
+``registry.sql`` under the same names as the SQLite store's. The stale lifecycle rule is
+the SQLite module's :func:`~sitesync.store.sqlite.registry.lifecycle_changes`, so both
+backends decide alike. Applying a scan locks its run row first, like every write that
+touches a run (one lock order), then the scope's domain rows in host order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from psycopg import errors
+from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
+
+from sitesync.errors import ScanConflict, StoreError
+from sitesync.models import Domain, Run, RunConfig, ScanSummary, Schedule
+from sitesync.store._sql import load_queries
+from sitesync.store.postgres._db import Conn
+from sitesync.store.postgres._rows import domain_from_row, run_from_row
+from sitesync.store.sqlite.registry import lifecycle_changes, schedule_from_row
+
+T = TypeVar("T")
+
+_Q = load_queries("sitesync.store.postgres", "registry.sql")
+_ONE_ACTIVE_PER_SCOPE = "runs_one_active_per_scope"
+# A conflicting run that ends between our failed insert and the look-up: insert again.
+_CONFLICT_ATTEMPTS = 3
+
+
+class PostgresRegistry:
+    if TYPE_CHECKING:
+        _clock: Callable[[], float]
+
+        async def _transaction(self, work: Callable[[Conn], Awaitable[T]]) -> T: ...
+
+        @staticmethod
+        async def _lock_run(conn: Conn, run_id: int) -> Run | None: ...
+
+    async def _registry_exec(self, query: str, params: dict[str, Any]) -> None:
+        async def work(conn: Conn) -> None:
+            await conn.execute(_Q[query], {**params, "now": self._clock()})
+
+        await self._transaction(work)
+
+    async def _registry_rows(self, query: str, params: dict[str, Any]) -> list[DictRow]:
+        async def work(conn: Conn) -> list[DictRow]:
+            return await (await conn.execute(_Q[query], params)).fetchall()
+
+        return await self._transaction(work)
+
+    # -- domains --------------------------------------------------------------------------
+
+    async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
+        unique = list(dict.fromkeys(hosts))  # ON CONFLICT may not touch a row twice
+        params = {"scope": scope, "hosts": unique, "now": self._clock()}
+
+        async def work(conn: Conn) -> int:
+            row = await (await conn.execute(_Q["count_registered"], params)).fetchone()
+            assert row is not None  # COUNT(*) always yields a row
+            await conn.execute(_Q["register_domains"], params)
+            return len(unique) - int(row["n"])
+
+        return await self._transaction(work)
+
+    async def list_domains(
+        self,
+        *,
+        scope: str | None = None,
+        stale: bool | None = None,
+        active: bool | None = None,
+    ) -> list[Domain]:
+        params = {"scope": scope, "stale": stale, "active": active}
+        return [domain_from_row(row) for row in await self._registry_rows("select_domains", params)]
+
+    # -- scans ----------------------------------------------------------------------------
+
+    async def start_scan(self, scope: str, config: RunConfig) -> Run:
+        params = {"scope": scope, "config": Jsonb(config.to_json()), "now": self._clock()}
+
+        async def work(conn: Conn) -> Run:
+            for _ in range(_CONFLICT_ATTEMPTS):
+                try:
+                    # A savepoint: the violation must leave the transaction usable for
+                    # the look-up below.
+                    async with conn.transaction():
+                        cursor = await conn.execute(_Q["insert_scan_run"], params)
+                        row = await cursor.fetchone()
+                except errors.UniqueViolation as exc:
+                    if exc.diag.constraint_name != _ONE_ACTIVE_PER_SCOPE:
+                        raise
+                    # READ COMMITTED: this statement sees the run that won the index entry.
+                    cursor = await conn.execute(_Q["select_active_scan"], params)
+                    active = await cursor.fetchone()
+                    if active is not None:
+                        raise ScanConflict(scope, active["id"]) from None
+                    continue
+                assert row is not None  # INSERT ... RETURNING always yields the row
+                return run_from_row(row)
+            raise StoreError(
+                f"scope {scope!r}: could not start a scan (its active run kept changing)"
+            )
+
+        return await self._transaction(work)
+
+    async def apply_scan_results(self, run_id: int) -> ScanSummary | None:
+        async def work(conn: Conn) -> ScanSummary | None:
+            if await self._lock_run(conn, run_id) is None:
+                return None
+            now = self._clock()
+            params = {"run_id": run_id, "now": now}
+            claimed = await (await conn.execute(_Q["claim_scan_results"], params)).fetchone()
+            if claimed is None:
+                return None
+            roots_params = {"run_id": run_id, "scope": claimed["scope"]}
+            rows = await (await conn.execute(_Q["select_scan_roots"], roots_params)).fetchall()
+            summary, updates = lifecycle_changes(run_id, rows, now)
+            if updates:
+                async with conn.cursor() as cursor:
+                    await cursor.executemany(_Q["update_domain_lifecycle"], updates)
+            return summary
+
+        return await self._transaction(work)
+
+    # -- schedules ------------------------------------------------------------------------
+
+    async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:
+        params = {"scope": scope, "cadence": cadence, "next_run_at": next_run_at}
+        await self._registry_exec("upsert_schedule", params)
+
+    async def list_schedules(self) -> list[Schedule]:
+        return [schedule_from_row(row) for row in await self._registry_rows("select_schedules", {})]
+
+    async def advance_schedule(
+        self, scope: str, *, next_run_at: float, last_run_id: int | None
+    ) -> None:
+        params = {"scope": scope, "next_run_at": next_run_at, "last_run_id": last_run_id}
+        await self._registry_exec("advance_schedule", params)

@@ -1,0 +1,85 @@
+-- The domain registry, scans of scopes and their schedules (PostgreSQL). The same query
+-- names as sqlite/registry.sql. Hosts travel as one text[] (%(hosts)s): one statement per batch.
+
+-- name: count_registered
+SELECT COUNT(*) AS n FROM domains
+ WHERE scope IS NOT NULL AND host = ANY (%(hosts)s::text[]);
+
+-- name: register_domains
+-- A known host (crawled before, or registered in another scope) moves to this scope and
+-- back into the active scan set; its stale state and streak stay as the last scans left them.
+-- Rows are written in host order, the order apply_scan_results locks them in.
+INSERT INTO domains (host, first_seen_at, updated_at, scope, active)
+SELECT host, %(now)s, %(now)s, %(scope)s, true
+  FROM unnest(%(hosts)s::text[]) AS input (host)
+ ORDER BY host
+ON CONFLICT (host) DO UPDATE
+   SET scope = excluded.scope, active = true, updated_at = excluded.updated_at;
+
+-- name: select_domains
+-- Registered domains only: rows of hosts merely crawled (scope NULL) are not in the registry.
+SELECT * FROM domains
+ WHERE scope IS NOT NULL
+   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+   AND (%(stale)s::boolean IS NULL OR stale = %(stale)s::boolean)
+   AND (%(active)s::boolean IS NULL OR active = %(active)s::boolean)
+ ORDER BY scope, host;
+
+-- name: insert_scan_run
+-- runs_one_active_per_scope makes this fail while the scope has a queued, running or
+-- paused run: the conflict check and the insert are one atomic step.
+INSERT INTO runs (status, config, created_at, last_activity_at, scope)
+VALUES ('queued', %(config)s, %(now)s, %(now)s, %(scope)s)
+RETURNING *;
+
+-- name: select_active_scan
+SELECT id FROM runs
+ WHERE scope = %(scope)s AND status IN ('queued', 'running', 'paused')
+ ORDER BY id LIMIT 1;
+
+-- name: claim_scan_results
+-- Marks the scan applied and says so only the first time: whoever finishes the run last
+-- (or twice) changes nothing more. The caller holds the run row lock already.
+UPDATE runs SET scan_applied_at = %(now)s
+ WHERE id = %(run_id)s AND scope IS NOT NULL AND status = 'completed'
+   AND scan_applied_at IS NULL
+RETURNING scope;
+
+-- name: select_scan_roots
+-- Each domain of the scope with its root task(s) in the run (depth 0 on its own host).
+-- A root still pending or leased says nothing, so only finished ones come back. The
+-- domain rows are locked (in host order) so an import at the same time cannot be lost.
+SELECT domains.host, domains.active, domains.unreachable_streak,
+       tasks.state, tasks.outcome, tasks.http_status,
+       EXISTS (SELECT 1 FROM run_hosts
+                WHERE run_hosts.run_id = tasks.run_id AND run_hosts.host = tasks.host
+                  AND run_hosts.status = 'blocked') AS site_blocked
+  FROM domains
+  JOIN tasks ON tasks.run_id = %(run_id)s AND tasks.host = domains.host AND tasks.depth = 0
+ WHERE domains.scope = %(scope)s AND tasks.state IN ('completed', 'failed')
+ ORDER BY domains.host, tasks.id
+   FOR UPDATE OF domains;
+
+-- name: update_domain_lifecycle
+UPDATE domains
+   SET active = %(active)s, stale = %(stale)s, unreachable_streak = %(streak)s,
+       last_run_id = %(run_id)s, last_crawled_at = %(now)s, updated_at = %(now)s
+ WHERE host = %(host)s;
+
+-- name: upsert_schedule
+INSERT INTO schedules (scope, cadence, next_run_at, updated_at)
+VALUES (%(scope)s, %(cadence)s, %(next_run_at)s, %(now)s)
+ON CONFLICT (scope) DO UPDATE
+   SET cadence = excluded.cadence, next_run_at = excluded.next_run_at,
+       updated_at = excluded.updated_at;
+
+-- name: select_schedules
+SELECT * FROM schedules ORDER BY scope;
+
+-- name: advance_schedule
+-- A scan that could not start (the scope was busy) leaves the last run id as it was.
+UPDATE schedules
+   SET next_run_at = %(next_run_at)s,
+       last_run_id = COALESCE(%(last_run_id)s::bigint, last_run_id),
+       updated_at = %(now)s
+ WHERE scope = %(scope)s;

@@ -1,0 +1,47 @@
+-- Heartbeats, the watchdog and the operator's clean-up tools (SQLite).
+
+-- name: heartbeat_run
+UPDATE runs SET heartbeat_at = :now WHERE id = :run_id;
+
+-- name: start_queued_run
+UPDATE runs
+   SET status = 'running', supervisor_id = :supervisor_id, heartbeat_at = :now,
+       started_at = COALESCE(started_at, :now), ended_at = NULL,
+       last_activity_at = :now, status_reason = NULL
+ WHERE id = :run_id AND status = 'queued';
+
+-- name: select_stale_running
+-- The last sign of life: a heartbeat, or failing that the run's own activity.
+SELECT id, crash_retries FROM runs
+ WHERE status = 'running'
+   AND COALESCE(heartbeat_at, last_activity_at, started_at, created_at) < :stale_before;
+
+-- name: requeue_crashed
+UPDATE runs
+   SET status = 'queued', crash_retries = crash_retries + 1, supervisor_id = NULL,
+       status_reason = :reason, last_activity_at = :now
+ WHERE id = :run_id AND status = 'running';
+
+-- name: fail_crashed
+UPDATE runs
+   SET status = 'failed', ended_at = :now, supervisor_id = NULL,
+       status_reason = 'crashed and exceeded max retries', last_activity_at = :now
+ WHERE id = :run_id AND status = 'running';
+
+-- name: select_inactive_runs
+SELECT * FROM runs
+ WHERE status IN ('queued', 'running', 'paused')
+   AND MAX(COALESCE(last_activity_at, 0), COALESCE(heartbeat_at, 0), created_at) < :idle_before
+ ORDER BY id;
+
+-- name: select_claims_to_release
+SELECT * FROM claims
+ WHERE (NOT :expired_only OR expires_at <= :now)
+   AND (:worker_id IS NULL OR worker_id = :worker_id)
+ ORDER BY run_id, host;
+
+-- name: delete_claim
+-- Only the row as it was seen: a claim renewed or taken over meanwhile stays.
+DELETE FROM claims
+ WHERE run_id = :run_id AND host = :host AND worker_id = :worker_id
+   AND expires_at = :expires_at;

@@ -1,0 +1,79 @@
+"""Heartbeats, the watchdog and the operator tools (SPEC R4, R5, R7), on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from sitesync.models import RunConfig, RunStatus
+from sitesync.store.base import Store
+from tests.contract.test_coordination import claim, join, run_with_hosts
+
+
+async def queued_run(store: Store) -> int:
+    return (await store.create_run(RunConfig(seeds=("http://a.test/",)))).id
+
+
+async def test_only_one_supervisor_starts_a_queued_run(store: Store) -> None:
+    run_id = await queued_run(store)
+    results = await asyncio.gather(
+        *(store.start_queued_run(run_id, supervisor_id=f"s{n}") for n in range(4))
+    )
+    started = [r for r in results if r is not None]
+    assert len(started) == 1
+    assert started[0].status is RunStatus.RUNNING and started[0].heartbeat_at is not None
+    assert (await store.get_run(run_id)).supervisor_id == started[0].supervisor_id
+
+
+async def test_a_run_without_heartbeat_is_requeued_until_its_budget_is_spent(
+    store: Store,
+) -> None:
+    run_id = await queued_run(store)
+    for attempt in (1, 2):
+        assert await store.start_queued_run(run_id, supervisor_id="s") is not None
+        assert await store.recover_stale_runs(stale_after=60, max_crash_retries=2) == []
+        await asyncio.sleep(0.06)
+        [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=2)
+        assert run.status is RunStatus.QUEUED and run.crash_retries == attempt
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await asyncio.sleep(0.06)
+    [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=2)
+    assert run.status is RunStatus.FAILED and run.ended_at is not None
+    assert run.status_reason == "crashed and exceeded max retries"
+
+
+async def test_a_heartbeat_keeps_the_watchdog_away(store: Store) -> None:
+    run_id = await queued_run(store)
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await asyncio.sleep(0.06)
+    await store.heartbeat_run(run_id)
+    assert await store.recover_stale_runs(stale_after=0.05, max_crash_retries=2) == []
+
+
+async def test_inactive_runs_are_found_and_active_or_finished_ones_are_not(store: Store) -> None:
+    idle = await queued_run(store)
+    busy = await queued_run(store)
+    done = await queued_run(store)
+    await store.transition_run(done, RunStatus.CANCELLED)
+    await asyncio.sleep(0.06)
+    await store.start_queued_run(busy, supervisor_id="s")  # fresh activity
+    found = {run.id for run in await store.find_inactive_runs(idle_seconds=0.05)}
+    assert idle in found and busy not in found and done not in found
+
+
+async def test_release_claims_by_expiry_worker_and_force(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "dead")
+    await join(store, run_id, "live")
+    dead = await claim(store, run_id, "dead", seconds=0.05)
+    live = await claim(store, run_id, "live")
+    await asyncio.sleep(0.06)
+    preview = await store.release_claims_where(expired_only=True, worker_id=None, dry_run=True)
+    assert {c.host for c in preview} == dead
+    assert len(await store.list_claims(run_id)) == 4  # a dry run changes nothing
+    released = await store.release_claims_where(expired_only=True, worker_id=None, dry_run=False)
+    assert {c.host for c in released} == dead
+    assert {c.host for c in await store.list_claims(run_id)} == live
+    forced = await store.release_claims_where(expired_only=False, worker_id="live", dry_run=False)
+    assert {c.host for c in forced} == live and await store.list_claims(run_id) == []
+    assert all(c.expires_at > time.time() for c in forced)

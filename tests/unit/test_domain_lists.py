@@ -1,0 +1,72 @@
+"""Reading domain files and checking scan cadences (no store involved)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sitesync.cli.domains import normalize_domain, read_domain_list
+from sitesync.config import load_settings
+from sitesync.errors import ConfigError, InvalidURL
+from sitesync.runs.scans import check_cadence
+
+
+@pytest.mark.parametrize(
+    ("entry", "host"),
+    [
+        ("Example.COM", "example.com"),
+        ("https://www.example.com/about?x=1", "www.example.com"),
+        ("http://example.com:80/", "example.com"),
+        ("example.com:8443", "example.com:8443"),
+        ("  bücher.de.  ", "xn--bcher-kva.de"),
+        ("http://127.0.0.2:8080/", "127.0.0.2:8080"),
+    ],
+)
+def test_entries_normalize_to_bare_hosts(entry: str, host: str) -> None:
+    assert normalize_domain(entry) == host
+
+
+@pytest.mark.parametrize("entry", ["", "exa mple.com", "ftp://example.com", "a..b", "x.com:99999"])
+def test_bad_entries_say_why(entry: str) -> None:
+    with pytest.raises(InvalidURL) as caught:
+        normalize_domain(entry)
+    assert "https://" not in str(caught.value)  # the reason, not the URL built from the entry
+
+
+def test_a_plain_list_skips_comments_and_blanks_and_numbers_bad_lines() -> None:
+    text = "# my sites\nexample.com\n\nhttps://Example.com/\nnot a host\nbücher.de\n"
+    found = read_domain_list(text)
+    assert found.hosts == ["example.com", "xn--bcher-kva.de"]  # each once, in file order
+    assert [line for line, _ in found.problems] == [5]
+    assert "'not a host'" in found.problems[0][1]
+
+
+def test_a_csv_uses_its_domain_host_or_url_column() -> None:
+    text = 'name,URL,notes\nShop,https://shop.example/,"a, b"\nBad,http://,x\nEmpty,,\nNews,news.example,\n'
+    found = read_domain_list(text)
+    assert found.hosts == ["shop.example", "news.example"]
+    assert [line for line, _ in found.problems] == [3, 4]
+
+
+def test_a_one_column_csv_has_a_header_line() -> None:
+    found = read_domain_list("domain\nexample.com\nexample.org\n")
+    assert found.hosts == ["example.com", "example.org"] and not found.problems
+
+
+def test_a_csv_without_a_domain_column_is_refused_naming_the_header() -> None:
+    with pytest.raises(ConfigError, match="no 'domain', 'host' or 'url' column"):
+        read_domain_list("name,notes\nShop,x\n")
+
+
+def test_cadences_are_five_field_cron_expressions() -> None:
+    assert check_cadence(" 0  3 1 * * ") == "0 3 1 * *"
+    assert check_cadence("@weekly") == "@weekly"
+    for bad in ("61 * * * *", "0 3 1 * * *", "monthly", ""):
+        with pytest.raises(ConfigError, match="invalid cadence"):
+            check_cadence(bad)
+
+
+def test_a_bad_default_cadence_fails_at_start_up_naming_the_setting() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(scan_cadence="every month")
+    message = str(caught.value)
+    assert "scan_cadence" in message and "'every month'" in message and "\n" not in message
