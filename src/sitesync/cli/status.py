@@ -1,0 +1,79 @@
+"""``sitesync status``: active runs, the work left, and why idle runs are idle."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from sitesync.cli._common import DbOption, with_store
+from sitesync.cli.runs import status_text
+from sitesync.config import load_settings
+from sitesync.store import Store
+from sitesync.web.idle import ago
+from sitesync.web.overview import Overview, OverviewOptions
+from sitesync.web.schema import StatusOverview
+
+console = Console()
+
+
+def status_command(db: DbOption = None) -> None:
+    """Show the active runs, pending work per run and in total, and why idle runs are idle.
+
+    The same overview as the dashboard's /api/status; pending work comes from the runs'
+    counters, so this is instant on runs of any size.
+    """
+    settings = load_settings(db=db)
+    options = OverviewOptions.from_settings(settings)
+
+    async def load(store: Store) -> StatusOverview:
+        return await Overview(store, options).status()
+
+    overview = with_store(settings.db, load)
+    if not overview.active_runs:
+        console.print(f"no active run in {settings.db}: 'sitesync runs' lists past runs")
+        return
+    console.print(runs_table(overview))
+    console.print(
+        f"pending across active runs: [bold]{overview.pending_total}[/]"
+        f" ({overview.in_flight_total} in flight)"
+    )
+    idle = idle_table(overview)
+    if idle is not None:
+        console.print(idle)
+
+
+def runs_table(overview: StatusOverview) -> Table:
+    table = Table(title="active runs")
+    columns = ("run", "status", "seeds", "done", "pending", "in flight", "failed", "pages/s")
+    for column in (*columns, "last activity"):
+        table.add_column(column, justify="left" if column in ("status", "seeds") else "right")
+    for run in overview.active_runs:
+        counters = run.counters
+        seeds = ", ".join(run.seeds[:2]) + (" …" if len(run.seeds) > 2 else "")
+        last = run.last_activity_at
+        table.add_row(
+            str(run.id),
+            status_text(run.status),
+            seeds,
+            str(counters.completed),
+            str(counters.pending),
+            str(counters.assigned),
+            str(counters.failed),
+            f"{run.pages_per_second:.1f}",
+            f"{ago(time.time() - last)} ago" if last else "-",
+        )
+    return table
+
+
+def idle_table(overview: StatusOverview) -> Table | None:
+    idle = [run for run in overview.active_runs if run.idle_reasons]
+    if not idle:
+        return None
+    table = Table(title="idle because…")
+    table.add_column("run", justify="right")
+    table.add_column("why", overflow="fold")
+    for run in idle:
+        table.add_row(str(run.id), "\n".join(run.idle_reasons))
+    return table

@@ -1,0 +1,41 @@
+-- Read models for the dashboard, the JSON API, /metrics and `sitesync status` (PostgreSQL).
+-- Reads only; each is one statement.
+
+-- name: select_active_runs
+SELECT * FROM runs WHERE status IN ('queued', 'running', 'paused') ORDER BY id;
+
+-- name: count_outcomes
+-- Finished tasks by final outcome and HTTP status class ('none': no HTTP response).
+SELECT COALESCE(outcome, 'unknown') AS outcome,
+       CASE WHEN http_status IS NULL OR http_status <= 0 THEN 'none'
+            ELSE (http_status / 100)::text || 'xx' END AS status_class,
+       COUNT(*) AS tasks
+  FROM tasks
+ WHERE run_id = %(run_id)s AND state IN ('completed', 'failed')
+ GROUP BY 1, 2
+ ORDER BY 3 DESC, 1, 2;
+
+-- name: select_redirected
+SELECT * FROM tasks
+ WHERE run_id = %(run_id)s AND redirects IS NOT NULL AND jsonb_array_length(redirects) > 0
+ ORDER BY id
+ LIMIT %(limit)s;
+
+-- name: pending_by_host
+-- Served by the partial index tasks_pending_by_host.
+SELECT host, COUNT(*) AS pending, MIN(next_eligible_at) AS next_eligible_at
+  FROM tasks
+ WHERE run_id = %(run_id)s AND state = 'pending'
+ GROUP BY host
+ ORDER BY 2 DESC, 1
+ LIMIT %(limit)s;
+
+-- name: leases_by_worker
+-- Served by the partial index tasks_assigned_by_expiry.
+SELECT COALESCE(lease_owner, '') AS worker_id, COUNT(*) AS tasks,
+       SUM(CASE WHEN lease_expires_at <= %(now)s THEN 1 ELSE 0 END) AS expired,
+       MIN(lease_expires_at) AS earliest_expiry
+  FROM tasks
+ WHERE run_id = %(run_id)s AND state = 'assigned'
+ GROUP BY 1
+ ORDER BY 1;

@@ -1,0 +1,109 @@
+"""The dashboard's read models (OverviewStore), on every backend."""
+
+from __future__ import annotations
+
+import time
+
+from sitesync.models import (
+    HostBacklog,
+    OutcomeCount,
+    RunConfig,
+    RunStatus,
+    TaskReport,
+    TaskState,
+    WorkerLeases,
+)
+from sitesync.store.base import Store
+from tests.contract.test_frontier_store import running_run, task
+
+
+async def test_active_runs_are_the_queued_running_and_paused_ones(store: Store) -> None:
+    queued = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+    running = await running_run(store)
+    paused = await running_run(store)
+    await store.transition_run(paused, RunStatus.PAUSED)
+    done = await running_run(store)
+    await store.transition_run(done, RunStatus.CANCELLED)
+    active = await store.list_active_runs()
+    assert [run.id for run in active] == [queued.id, running, paused]
+    assert [run.status for run in active] == [
+        RunStatus.QUEUED,
+        RunStatus.RUNNING,
+        RunStatus.PAUSED,
+    ]
+
+
+async def test_outcomes_count_finished_tasks_by_outcome_and_status_class(store: Store) -> None:
+    run_id = await running_run(store, max_retries=1)
+    await store.add_tasks(run_id, [task(n) for n in range(5)])
+    leases = await store.acquire(run_id, worker_id="w", limit=4, lease_seconds=30)
+    reports = [
+        TaskReport(lease=leases[0], ok=True, http_status=200, outcome="success"),
+        TaskReport(lease=leases[1], ok=True, http_status=200, outcome="success"),
+        TaskReport(lease=leases[2], ok=True, http_status=404, outcome="http_error"),
+        TaskReport(lease=leases[3], ok=False, error="unreachable: refused", outcome="unreachable"),
+    ]
+    await store.report(run_id, reports)
+    assert await store.count_outcomes(run_id) == [
+        OutcomeCount("success", "2xx", 2),
+        OutcomeCount("http_error", "4xx", 1),
+        OutcomeCount("unreachable", "none", 1),
+    ]
+    assert await store.count_outcomes(run_id + 1000) == []
+
+
+async def test_redirected_tasks_carry_their_hops(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1), task(2)])
+    first, second = await store.acquire(run_id, worker_id="w", limit=2, lease_seconds=30)
+    hops = (("http://a.test/p/1", "http://a.test/new", 301),)
+    await store.report(
+        run_id,
+        [
+            TaskReport(
+                lease=first,
+                ok=True,
+                http_status=200,
+                outcome="success",
+                final_url="http://a.test/new",
+                redirects=hops,
+            ),
+            TaskReport(lease=second, ok=True, http_status=200, outcome="success"),
+        ],
+    )
+    [redirected] = await store.list_redirected(run_id)
+    assert redirected.url == first.url and redirected.redirects == hops
+    assert redirected.final_url == "http://a.test/new"
+    assert await store.list_redirected(run_id, limit=0) == []
+
+
+async def test_pending_by_host_counts_pending_tasks_and_their_earliest_start(
+    store: Store,
+) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(
+        run_id, [task(n, host="a.test") for n in range(3)] + [task(9, host="b.test")]
+    )
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    later = time.time() + 600
+    await store.release(run_id, [lease], not_before=later)
+    backlog = await store.pending_by_host(run_id)
+    assert [(b.host, b.pending) for b in backlog] == [("a.test", 3), ("b.test", 1)]
+    assert all(isinstance(b, HostBacklog) and b.next_eligible_at < later for b in backlog)
+    assert await store.pending_by_host(run_id, limit=1) == backlog[:1]
+
+
+async def test_leases_by_worker_counts_expired_leases(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(n) for n in range(4)])
+    await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=60)
+    # Expired at once; last, because every acquire first takes expired leases back.
+    await store.acquire(run_id, worker_id="slow", limit=2, lease_seconds=-1)
+    by_worker = await store.leases_by_worker(run_id)
+    assert [(w.worker_id, w.tasks, w.expired) for w in by_worker] == [
+        ("slow", 2, 2),
+        ("w", 1, 0),
+    ]
+    assert all(isinstance(w, WorkerLeases) for w in by_worker)
+    assert by_worker[0].earliest_expiry < time.time() < by_worker[1].earliest_expiry
+    assert (await store.count_tasks(run_id))[TaskState.ASSIGNED] == 3
