@@ -66,6 +66,9 @@ def child_env() -> dict[str, str]:
     # Children import sitesync from this checkout even when the venv's editable install is absent.
     src = str(REPO / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The built-in plugins, as users run them: the dev extra also installs the test suite's
+    # example plugin, which would add its records to every page measured.
+    env.setdefault("SITESYNC_PLUGINS", "page,links,navigation,assets")
     return env
 
 

@@ -68,3 +68,15 @@ def site_factory() -> Iterator[Callable[[SiteSpec], LoopbackSite]]:
     yield make
     for site in started:
         site.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """What a user passes as --db, for each backend: a SQLite file, or a PostgreSQL URL
+    whose search_path is a schema of the test's own."""
+    if request.param == "sqlite":
+        return str(tmp_path / "crawl.db")
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = request.getfixturevalue("postgres_schema")
+    separator = "&" if "?" in dsn else "?"
+    return f"{dsn}{separator}options=-csearch_path%3D{schema}"

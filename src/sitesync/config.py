@@ -4,11 +4,12 @@ environment variables and command-line flags (highest priority), validated at st
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -18,7 +19,9 @@ from sitesync.errors import ConfigError
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import DEFAULT_USER_AGENT
 from sitesync.frontier.retry import RetryPolicy
+from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
 from sitesync.runs.worker import WorkerOptions
+from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
 
 DEFAULT_DB = "sitesync.db"
 
@@ -52,6 +55,43 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(60.0, gt=0)
     """How long a worker holds a task without renewing; a crashed worker's tasks come back
     after this long."""
+
+    heartbeat_seconds: float = Field(0.0, ge=0)
+    """How often a worker renews its leases and claims and checks its run's status;
+    0 = a third of the shorter of ``lease_seconds`` and ``claim_seconds``, at most 10 s."""
+
+    claim_seconds: float = Field(120.0, gt=0)
+    """How long a worker's claim on a host lasts unless renewed. Only the holder fetches
+    from a host; a crashed worker's hosts pass to others after this long."""
+
+    max_claims_per_worker: int | None = Field(None, ge=1)
+    """Most hosts one worker holds at once (default: an even share of the hosts with work)."""
+
+    domain_stats_flush_interval_pages: int = Field(100, ge=0)
+    """Pages between flushes of the per-host counters; 0 = only at the end of a crawl."""
+
+    worker_id_header: bool = False
+    """Send ``X-Sitesync-Worker: <worker id>`` with every request (for tests and debugging
+    your own servers; leave off for public sites)."""
+
+    supervisor_heartbeat_seconds: float = Field(10.0, gt=0)
+    """How often ``supervise`` heartbeats the runs whose workers it runs."""
+
+    watchdog_seconds: float = Field(60.0, gt=0)
+    """How often ``supervise`` looks for runs whose heartbeat stopped."""
+
+    stale_run_seconds: float = Field(120.0, gt=0)
+    """A running run with no heartbeat for this long crashed: it is re-queued, or failed
+    past ``max_crash_retries``."""
+
+    max_crash_retries: int = Field(3, ge=0)
+    """Times a crashed run is re-queued before it is failed."""
+
+    workers_per_run: int = Field(1, ge=1)
+    """Worker processes ``supervise`` starts for each run."""
+
+    max_worker_processes: int = Field(4, ge=1)
+    """Worker processes one ``supervise`` runs at once, over all runs."""
 
     in_flight_limit: int = Field(0, ge=0)
     """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
@@ -100,10 +140,92 @@ class Settings(BaseSettings):
     max_redirects: int = Field(10, ge=0)
     """Redirects followed per request before it ends as ``invalid``."""
 
+    plugins: Annotated[tuple[str, ...] | None, NoDecode] = None
+    """Plugins to run, by entry-point name (``sitesync plugins`` lists them; comma-separated
+    in the environment). Unset: every plugin found; empty: none."""
+
+    strict_plugins: bool = False
+    """Refuse to crawl when a plugin cannot be loaded, instead of skipping it with a warning."""
+
+    download_assets: bool = False
+    """Download the images and documents pages refer to (each once per run) and keep them."""
+
+    max_asset_bytes: int = Field(5 * 1024 * 1024, gt=0)
+    """Largest asset downloaded; a larger one is recorded without its body."""
+
+    max_stored_body_bytes: int = Field(DEFAULT_MAX_STORED_BODY_BYTES, ge=0)
+    """Largest body kept with a record version (compressed, once per content hash); a larger
+    one is not kept, and the version notes its size."""
+
+    scan_scheme: Literal["https", "http"] = "https"
+    """Scheme of a scan's seeds: each registered domain (a bare ``host[:port]``) is crawled
+    from ``<scan_scheme>://HOST/``, and where that redirects (to https, to ``www.``) joins
+    the scan."""
+
+    scan_cadence: str = DEFAULT_CADENCE
+    """Cadence of ``sitesync schedule`` when ``--cadence`` is not given: a cron expression
+    of 5 fields, read in UTC. The default is monthly, on the 1st at 03:00 UTC."""
+
+    scan_max_depth: int | None = Field(None, ge=0)
+    """Links deeper than this are skipped in scans of registered domains (default: no limit)."""
+
+    dashboard_host: str = "127.0.0.1"
+    """Address ``sitesync dashboard`` listens on. Any address other than loopback needs
+    ``dashboard_token``."""
+
+    dashboard_port: int = Field(8750, ge=0, le=65535)
+    """Port of ``sitesync dashboard``; 0 picks a free one."""
+
+    dashboard_token: SecretStr | None = None
+    """Access token of the dashboard, its API and ``/metrics``: sent as ``Authorization: Bearer
+    TOKEN``, or once as ``?token=TOKEN`` (which sets a cookie). Unset: no token, loopback only."""
+
+    dashboard_sample_seconds: float = Field(5.0, gt=0)
+    """How often the dashboard samples each active run's counters for its pages/s and
+    pending chart."""
+
+    idle_after_seconds: float = Field(60.0, gt=0)
+    """A running run with work left whose counters have not moved for this long is reported
+    idle, with the reasons the store shows (``sitesync status``, the dashboard)."""
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _split_plugin_names(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from the environment or a flag: "page,links"
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
+
+    @field_validator("scan_cadence")
+    @classmethod
+    def _check_cadence(cls, value: str) -> str:
+        try:
+            return check_cadence(value)
+        except ConfigError as exc:  # pydantic reports ValueErrors, naming the setting
+            raise ValueError(str(exc)) from None
+
     @model_validator(mode="after")
     def _check_combinations(self) -> Settings:
-        if self.connect_timeout > self.total_timeout:
-            raise ValueError("connect_timeout must not exceed total_timeout")
+        heartbeat = self.worker_options().heartbeat
+        if self.lease_seconds < 2 * heartbeat:
+            raise ValueError(
+                f"lease_seconds ({self.lease_seconds:g}) must be at least twice "
+                f"heartbeat_seconds ({heartbeat:g})"
+            )
+        if self.claim_seconds < self.total_timeout + 1 + 2 * heartbeat:
+            raise ValueError(
+                f"claim_seconds ({self.claim_seconds:g}) must be at least total_timeout + 1 "
+                f"+ 2 x heartbeat_seconds ({self.total_timeout + 1 + 2 * heartbeat:g}): "
+                "a fetch must never outlive the claim it started under"
+            )
+        if self.stale_run_seconds <= self.supervisor_heartbeat_seconds:
+            raise ValueError(
+                "stale_run_seconds must exceed supervisor_heartbeat_seconds, or every run "
+                "would look crashed between two heartbeats"
+            )
+        if self.db == ":memory:":
+            raise ValueError(
+                "db ':memory:' cannot be shared by workers and is lost at exit; use a file"
+            )
         if self.retry_backoff > self.retry_backoff_max:
             raise ValueError("retry_backoff must not exceed retry_backoff_max")
         if self.in_flight_limit and self.in_flight_limit < self.concurrency:
@@ -127,9 +249,10 @@ class Settings(BaseSettings):
         )
 
     def fetch_limits(self) -> FetchLimits:
+        # The total bounds everything: a shorter --timeout needs no other timeout lowered.
         return FetchLimits(
-            connect_timeout=self.connect_timeout,
-            read_timeout=self.read_timeout,
+            connect_timeout=min(self.connect_timeout, self.total_timeout),
+            read_timeout=min(self.read_timeout, self.total_timeout),
             total_timeout=self.total_timeout,
             max_body_bytes=self.max_body_bytes,
             max_redirects=self.max_redirects,
@@ -148,6 +271,11 @@ class Settings(BaseSettings):
             sitemap_max_bytes=self.max_body_bytes,
             max_crawl_delay=self.max_crawl_delay,
             max_retry_after=self.max_retry_after,
+            heartbeat_seconds=self.heartbeat_seconds,
+            claim_seconds=self.claim_seconds,
+            claim_safety=self.total_timeout + 1,
+            max_claims=self.max_claims_per_worker,
+            stats_flush_interval=self.domain_stats_flush_interval_pages,
             retry=RetryPolicy(
                 initial=self.retry_backoff,
                 maximum=self.retry_backoff_max,

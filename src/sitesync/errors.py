@@ -9,8 +9,11 @@ The tree::
     │   ├── StoreLocked        the database stayed locked past busy_timeout
     │   ├── MigrationError     the schema could not be brought up to date
     │   ├── RunNotFound        no run has that id
-    │   └── IllegalTransition  a run cannot move from its status to the one asked for
-    └── FetchError             a fetcher could not even produce an outcome (a bug, not a bad server)
+    │   ├── IllegalTransition  a run cannot move from its status to the one asked for
+    │   └── ScanConflict       the scope already has an active run (``run_id`` says which)
+    ├── FetchError             a fetcher could not even produce an outcome (a bug, not a bad server)
+    └── PluginError            a plugin could not be loaded or built
+        └── NotConfigured      raised by a plugin factory: "not for this run" (not a failure)
 
 Expected outcomes of a fetch (timeouts, refusals, 404s) are values (``FetchOutcome``), not
 exceptions. A completion reported under a lease that has been taken over is a verdict
@@ -57,3 +60,20 @@ class IllegalTransition(StoreError):
 
 class FetchError(SitesyncError):
     """The fetcher failed without producing an outcome."""
+
+
+class PluginError(SitesyncError):
+    """A plugin could not be loaded or built."""
+
+
+class NotConfigured(PluginError):
+    """The plugin opts out of this run (its factory raises this; the run goes on without it)."""
+
+
+class ScanConflict(StoreError):
+    """The scope already has an active run."""
+
+    def __init__(self, scope: str, run_id: int) -> None:
+        super().__init__(f"scope {scope!r} already has an active run: {run_id}")
+        self.scope = scope
+        self.run_id = run_id

@@ -45,9 +45,10 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.PAUSED: frozenset(
         {RunStatus.RUNNING, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
     ),
-    # Resuming a stopped or crashed run puts it back to running; completed and cancelled are final.
-    RunStatus.STOPPED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED}),
-    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED}),
+    # A stopped or failed run is resumed in place (running: `crawl --resume`) or handed to
+    # the supervisor (queued: `sitesync resume`); completed and cancelled are final.
+    RunStatus.STOPPED: frozenset({RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.CANCELLED}),
+    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.CANCELLED}),
     RunStatus.COMPLETED: frozenset(),
     RunStatus.CANCELLED: frozenset(),
 }
@@ -114,6 +115,10 @@ class Run:
     status_reason: str | None = None
     last_activity_at: float | None = None
     seeded_at: float | None = None  # seeds and sitemaps admitted
+    heartbeat_at: float | None = None  # last sign of life from its workers or supervisor
+    supervisor_id: str | None = None
+    crash_retries: int = 0  # times the watchdog re-queued it after a crash
+    scope: str | None = None  # the domain-list scope this run scans, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,3 +245,184 @@ class Domain:
     aliases: tuple[str, ...]
     first_seen_at: float
     updated_at: float
+    scope: str | None = None
+    active: bool = True  # in the active scan set of its scope
+    stale: bool = False  # its root was unreachable in the last scan
+    unreachable_streak: int = 0  # consecutive scans with the root unreachable
+    last_run_id: int | None = None
+    last_crawled_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker process that joined a run."""
+
+    worker_id: str
+    host: str  # the machine
+    pid: int
+    run_id: int | None
+    started_at: float
+    last_heartbeat: float
+    stopped_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A worker's exclusive, expiring hold on one host within a run."""
+
+    run_id: int
+    host: str
+    worker_id: str
+    expires_at: float
+    claimed_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimGrant:
+    """A worker's claims after a refresh, and how many hosts it should keep crawling.
+
+    Claims beyond ``share`` (the newest ones) are surplus: the worker takes no new tasks
+    from them, so they drain and pass to workers with less.
+    """
+
+    claims: tuple[Claim, ...]
+    share: int
+
+    @property
+    def hosts(self) -> list[str]:
+        return [claim.host for claim in self.claims]
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """Politeness state of a host that outlives the worker that learned it."""
+
+    host: str
+    paused_until: float  # Retry-After: nothing before this
+    robots_origin: str | None
+    robots_status: int | None  # 0 = unreachable
+    robots_body: str | None
+    robots_expires_at: float | None
+
+
+class HostStatus(enum.StrEnum):
+    ACTIVE = "active"
+    EXHAUSTED = "exhausted"  # terminal: nothing left to crawl on the host in this run
+    BLOCKED = "blocked"  # terminal: robots.txt or the server refuses the whole site
+
+
+@dataclass(frozen=True, slots=True)
+class RunHost:
+    """Per-host counters of a run (flushed during the crawl, exact)."""
+
+    run_id: int
+    host: str
+    pages_crawled: int
+    errors: int
+    status: HostStatus
+
+
+# -- versioned records (what the RecordStore reads back) ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordVersion:
+    """One version of an AssetRecord: written when its content hash changed, never otherwise."""
+
+    key: str
+    kind: str
+    url: str
+    version: int  # 1, 2, ... per key
+    run_id: int  # the run that first saw this content
+    content_hash: str
+    created_at: float
+    # How much of the previous version's text is still there: 1.0 = all, 0.0 = nothing.
+    # None for a first version, or when the previous body was not kept.
+    similarity: float | None = None
+    body_hash: str | None = None  # sha256 of the kept (content-addressed) body; None = none kept
+    body_size: int | None = None  # bytes of the body, kept or not
+    body_note: str | None = None  # why a body was not kept
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordChange:
+    """One key in a diff between two runs; a version is None on the side that lacks the key."""
+
+    key: str
+    kind: str
+    url: str
+    version_a: int | None
+    version_b: int | None
+    similarity: float | None = None  # changed keys: the lowest similarity between the two
+
+
+@dataclass(frozen=True, slots=True)
+class RunDiff:
+    """What changed between two runs: keys seen only in B, only in A, and in both but different."""
+
+    run_a: int
+    run_b: int
+    added: tuple[RecordChange, ...] = ()
+    removed: tuple[RecordChange, ...] = ()
+    changed: tuple[RecordChange, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostAssets:
+    """Assets (images, documents) of one run found on one host's pages, and how many were stored."""
+
+    host: str
+    assets_found: int
+    assets_stored: int
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When a scope is scanned again."""
+
+    scope: str
+    cadence: str  # cron syntax
+    next_run_at: float
+    last_run_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSummary:
+    """What one scan did to its scope's domains (the stale lifecycle)."""
+
+    run_id: int
+    reachable: tuple[str, ...]  # streak and stale reset
+    newly_stale: tuple[str, ...]  # first unreachable scan: stale, still active
+    deactivated: tuple[str, ...]  # second consecutive: out of the active scan set
+
+
+# -- read models of the dashboard, the JSON API and /metrics (OverviewStore) -------------
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeCount:
+    """Finished tasks (completed or failed) of a run with one final outcome and status class."""
+
+    outcome: str  # a FetchOutcome value; "unknown" for a task finished without one
+    status_class: str  # "2xx" .. "5xx", or "none" when there was no HTTP response
+    tasks: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostBacklog:
+    """Pending tasks of one host in a run."""
+
+    host: str
+    pending: int
+    next_eligible_at: float  # the earliest time a pending task of the host may start
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLeases:
+    """Tasks one worker holds leased in a run."""
+
+    worker_id: str
+    tasks: int
+    expired: int  # leases past their expiry: they go back to pending at the next acquire
+    earliest_expiry: float

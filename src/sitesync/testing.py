@@ -98,6 +98,7 @@ class RequestRecord:
     started: float  # time.monotonic() when the handler started
     finished: float  # time.monotonic() when the handler returned
     user_agent: str
+    worker: str = ""  # the X-Sitesync-Worker header (sent with worker_id_header on)
 
 
 def page_path(index: int) -> str:
@@ -447,6 +448,7 @@ class LoopbackSite:
                     started=started,
                     finished=time.monotonic(),
                     user_agent=request.headers.get("User-Agent", ""),
+                    worker=request.headers.get("X-Sitesync-Worker", ""),
                 )
                 with self._lock:
                     self._records.append(record)

@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 
 from sitesync.models import Run, Task, TaskState
-from sitesync.store.sqlite.store import SqliteStore
+from sitesync.store import open_store
 
 
-def sitesync(*args: str, **popen: object) -> subprocess.Popen[str]:
-    """Start the real CLI in a subprocess, as a user would."""
+def sitesync(
+    *args: str, settings: dict[str, str] | None = None, **popen: object
+) -> subprocess.Popen[str]:
+    """Start the real CLI in a subprocess, as a user would (``settings`` as SITESYNC_*)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    env.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
     return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
         [sys.executable, "-m", "sitesync", *args],
         stdout=subprocess.PIPE,
@@ -23,16 +26,18 @@ def sitesync(*args: str, **popen: object) -> subprocess.Popen[str]:
     )
 
 
-def crawl_args(db: Path, *extra: str) -> list[str]:
+def crawl_args(db: Path | str, *extra: str) -> list[str]:
     return [
         "--db", str(db), "--no-progress", "--delay", "0", "--per-host-concurrency", "0",
-        "--retry-backoff", "0.05", "--no-robots", "--no-sitemaps", *extra,
+        "--retry-backoff", "0.05", "--no-robots", "--no-sitemaps",
+        # short claims, so a killed worker's hosts pass on within seconds
+        "--timeout", "2", "--claim-seconds", "4", "--heartbeat-seconds", "0.3", *extra,
     ]  # fmt: skip
 
 
-def read_run(db: Path, run_id: int = 1) -> tuple[Run, dict[TaskState, int], list[Task]]:
+def read_run(db: Path | str, run_id: int = 1) -> tuple[Run, dict[TaskState, int], list[Task]]:
     async def go() -> tuple[Run, dict[TaskState, int], list[Task]]:
-        store = await SqliteStore.open(db)
+        store = await open_store(str(db))
         try:
             run = await store.get_run(run_id)
             return run, await store.count_tasks(run_id), await store.list_tasks(run_id, limit=10**6)

@@ -49,7 +49,10 @@ def test_a_bad_pattern_is_a_config_error_naming_the_option() -> None:
         ),
         ({"delay": -1}, r"invalid setting delay"),
         ({"lease_seconds": 0}, r"invalid setting lease_seconds"),
-        ({"connect_timeout": 30, "total_timeout": 5}, r"connect_timeout must not exceed"),
+        ({"claim_seconds": 30}, r"claim_seconds \(30\) must be at least total_timeout"),
+        ({"lease_seconds": 1, "heartbeat_seconds": 1}, r"lease_seconds \(1\) must be at least"),
+        ({"db": ":memory:"}, r"db ':memory:' cannot be shared by workers"),
+        ({"domain_stats_flush_interval_pages": -1}, r"domain_stats_flush_interval_pages"),
         ({"concurrency": 8, "in_flight_limit": 4}, r"in_flight_limit must be 0 or at least"),
     ],
 )
@@ -59,6 +62,11 @@ def test_invalid_settings_fail_fast_with_one_line(
     with pytest.raises(ConfigError, match=message) as info:
         load_settings(**overrides)
     assert "\n" not in str(info.value)
+
+
+def test_a_short_total_timeout_caps_the_others() -> None:
+    limits = load_settings(total_timeout=2).fetch_limits()
+    assert limits.connect_timeout == limits.read_timeout == limits.total_timeout == 2
 
 
 def test_environment_variables_configure_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> None:

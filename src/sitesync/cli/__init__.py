@@ -9,7 +9,16 @@ import typer
 from rich.console import Console
 
 from sitesync.cli import crawl as _crawl
+from sitesync.cli import dashboard as _dashboard
+from sitesync.cli import domains as _domains
+from sitesync.cli import export as _export
+from sitesync.cli import lifecycle as _lifecycle
+from sitesync.cli import ops as _ops
+from sitesync.cli import plugins as _plugins
+from sitesync.cli import records as _records
 from sitesync.cli import runs as _runs
+from sitesync.cli import status as _status
+from sitesync.cli import supervise as _supervise
 from sitesync.errors import SitesyncError
 
 app = typer.Typer(
@@ -20,9 +29,27 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("crawl")(_crawl.crawl_command)
-app.command("runs")(_runs.runs_command)
+app.command("worker")(_crawl.worker_command)
+_runs.runs_app.command("cleanup-stale")(_ops.cleanup_stale)
+app.add_typer(_runs.runs_app, name="runs")
 app.command("show")(_runs.show_command)
+app.command("status")(_status.status_command)
+app.command("dashboard")(_dashboard.dashboard_command)
 app.add_typer(_runs.db_app, name="db")
+app.add_typer(_ops.claims_app, name="claims")
+app.command("pause")(_lifecycle.pause_command)
+app.command("resume")(_lifecycle.resume_command)
+app.command("stop")(_lifecycle.stop_command)
+app.command("cancel")(_lifecycle.cancel_command)
+app.command("supervise")(_supervise.supervise_command)
+app.add_typer(_domains.domains_app, name="domains")
+app.command("scan")(_domains.scan_command)
+app.command("schedule")(_domains.schedule_command)
+app.command("plugins")(_plugins.plugins_command)
+app.command("history")(_records.history_command)
+app.command("diff")(_records.diff_command)
+app.command("records")(_records.records_command)
+app.command("export")(_export.export_command)
 
 err_console = Console(stderr=True)
 

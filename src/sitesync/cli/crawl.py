@@ -18,7 +18,8 @@ from sitesync.cli.runs import run_table
 from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
 from sitesync.models import Run, RunStatus
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.plugins.loader import discover
+from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run, request_config
 from sitesync.runs.worker import CrawlWorker
 from sitesync.store import Store, open_store
 
@@ -66,6 +67,23 @@ def crawl_command(
         float | None,
         typer.Option(help="Task lease; a crashed worker's tasks return after it. [60]"),
     ] = None,
+    claim_seconds: Annotated[
+        float | None,
+        typer.Option(help="Claim on a host; a crashed worker's hosts pass on after it. [120]"),
+    ] = None,
+    heartbeat_seconds: Annotated[
+        float | None, typer.Option(help="Lease/claim renewal interval; 0 = derived. [0]")
+    ] = None,
+    max_claims_per_worker: Annotated[
+        int | None, typer.Option(help="Most hosts one worker holds. [even share]")
+    ] = None,
+    domain_stats_flush_interval_pages: Annotated[
+        int | None, typer.Option(help="Pages between per-host counter flushes; 0 = at end. [100]")
+    ] = None,
+    worker_id_header: Annotated[
+        bool | None,
+        typer.Option("--worker-id-header/--no-worker-id-header", help="Send X-Sitesync-Worker."),
+    ] = None,
     in_flight_limit: Annotated[
         int | None, typer.Option(help="Tasks held at once; 0 = 2 x concurrency. [0]")
     ] = None,
@@ -82,6 +100,17 @@ def crawl_command(
     ] = None,
     timeout: Annotated[float | None, typer.Option(help="Total seconds per request. [60]")] = None,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest body kept. [10 MiB]")] = None,
+    plugins: Annotated[
+        str | None,
+        typer.Option(help="Plugins to run, comma-separated ('' = none). [all; sitesync plugins]"),
+    ] = None,
+    strict_plugins: Annotated[
+        bool | None,
+        typer.Option("--strict-plugins", help="Refuse to crawl if a plugin fails to load."),
+    ] = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Only create the run, queued for 'sitesync supervise'.")
+    ] = False,
     progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
     summary_json: Annotated[
         Path | None, typer.Option(help="Also write the final counters to this JSON file.")
@@ -101,12 +130,19 @@ def crawl_command(
         lease_seconds=lease_seconds,
         retry_backoff=retry_backoff,
         in_flight_limit=in_flight_limit,
+        claim_seconds=claim_seconds,
+        heartbeat_seconds=heartbeat_seconds,
+        max_claims_per_worker=max_claims_per_worker,
+        domain_stats_flush_interval_pages=domain_stats_flush_interval_pages,
+        worker_id_header=worker_id_header,
         user_agent=user_agent,
         fetcher=fetcher,
         respect_robots=robots,
         sitemaps=sitemaps,
         total_timeout=timeout,
         max_body_bytes=max_body_bytes,
+        plugins=plugins,
+        strict_plugins=strict_plugins,
     )
     if not seeds and resume is None:
         raise ConfigError("give at least one seed URL, or --resume RUN_ID")
@@ -121,6 +157,79 @@ def crawl_command(
         max_depth=max_depth,
         max_pages=max_pages,
     )
+    if queue:
+        if resume is not None:
+            raise ConfigError("--queue creates a new run: give seed URLs, not --resume")
+        run = asyncio.run(_enqueue(settings, request))
+        Console().print(f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it")
+        return
+    crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
+
+
+async def _enqueue(settings: Settings, request: CrawlRequest) -> Run:
+    store = await open_store(settings.db)
+    try:
+        return await store.create_run(request_config(request, settings))
+    finally:
+        await store.close()
+
+
+def worker_command(
+    run_id: Annotated[
+        int | None,
+        typer.Option("--run", help="Join this run (default: the oldest running or queued run)."),
+    ] = None,
+    db: DbOption = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Requests in flight at once. [16]")
+    ] = None,
+    per_host_concurrency: Annotated[
+        int | None, typer.Option(help="Requests in flight per host; 0 = no cap. [1]")
+    ] = None,
+    delay: Annotated[
+        float | None, typer.Option(help="Seconds between requests to one host.")
+    ] = None,
+    lease_seconds: Annotated[float | None, typer.Option(help="Task lease. [60]")] = None,
+    claim_seconds: Annotated[float | None, typer.Option(help="Host claim. [120]")] = None,
+    heartbeat_seconds: Annotated[
+        float | None, typer.Option(help="Lease/claim renewal interval; 0 = derived.")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="Total seconds per request. [60]")] = None,
+    worker_id_header: Annotated[
+        bool | None,
+        typer.Option("--worker-id-header/--no-worker-id-header", help="Send X-Sitesync-Worker."),
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = False,
+    summary_json: Annotated[
+        Path | None, typer.Option(help="Also write the final counters to this JSON file.")
+    ] = None,
+) -> None:
+    """Join a run from another process or machine and crawl until it ends.
+
+    Workers share the run through the store: each host is fetched by one worker at a time
+    (claims), and counters stay exact whichever worker dies. Other settings come from
+    SITESYNC_* variables or sitesync.toml.
+    """
+    settings = load_settings(
+        db=db,
+        concurrency=concurrency,
+        per_host_concurrency=per_host_concurrency,
+        delay=delay,
+        lease_seconds=lease_seconds,
+        claim_seconds=claim_seconds,
+        heartbeat_seconds=heartbeat_seconds,
+        total_timeout=timeout,
+        worker_id_header=worker_id_header,
+    )
+    request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
+    crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
+
+
+def crawl_and_report(
+    settings: Settings, request: CrawlRequest, *, progress: bool, summary_json: Path | None
+) -> None:
+    """Crawl, print the run's table, and exit with the run's status as the exit code."""
+    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)  # before a run
     started = time.monotonic()
     run = asyncio.run(_crawl(settings, request, show_progress=progress))
     elapsed = time.monotonic() - started
@@ -138,6 +247,9 @@ async def _crawl(settings: Settings, request: CrawlRequest, *, show_progress: bo
     store = await open_store(settings.db)
     try:
         run = await prepare_run(store, request, settings)
+        if run.status is RunStatus.COMPLETED:  # a worker that joined too late
+            console.print(f"run {run.id} is already completed: nothing to do")
+            return run
         console.print(
             f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {settings.db}"
         )

@@ -31,11 +31,18 @@ def status_text(status: RunStatus) -> str:
     return f"[{_STATUS_STYLE[status]}]{status.value}[/]"
 
 
+runs_app = typer.Typer(help="List runs, or clean up stale ones.", invoke_without_command=True)
+
+
+@runs_app.callback()
 def runs_command(
+    ctx: typer.Context,
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Show at most this many runs, newest first.")] = 20,
 ) -> None:
     """List runs with their status and progress."""
+    if ctx.invoked_subcommand is not None:
+        return
     settings = load_settings(db=db)
     runs = with_store(settings.db, lambda store: store.list_runs(limit=limit))
     table = Table(title=f"runs in {settings.db}")
@@ -67,13 +74,15 @@ def show_command(
     """Show one run: status, counters, settings and its failed URLs."""
     settings = load_settings(db=db)
 
-    async def load(store: Store) -> tuple[Run, list[tuple[str, str]]]:
+    async def load(store: Store) -> tuple[Run, list[tuple[str, str]], Table | None]:
         run = await store.get_run(run_id)
         failed = await store.list_tasks(run_id, state=TaskState.FAILED, limit=errors)
-        return run, [(t.url, t.last_error or "") for t in failed]
+        return run, [(t.url, t.last_error or "") for t in failed], await hosts_table(store, run)
 
-    run, failed = with_store(settings.db, load)
+    run, failed, hosts = with_store(settings.db, load)
     console.print(run_table(run))
+    if hosts is not None:
+        console.print(hosts)
     if failed:
         table = Table(title="failed URLs")
         table.add_column("url", overflow="fold")
@@ -81,6 +90,34 @@ def show_command(
         for url, error in failed:
             table.add_row(url, error)
         console.print(table)
+
+
+async def hosts_table(store: Store, run: Run) -> Table | None:
+    """Per-host counters with the worker holding each host (flushed counts; see
+    domain_stats_flush_interval_pages)."""
+    hosts = {h.host: h for h in await store.list_run_hosts(run.id)}
+    now = time.time()
+    holders = {c.host: c.worker_id for c in await store.list_claims(run.id) if c.expires_at > now}
+    workers = {w.worker_id: w for w in await store.list_workers(run.id)}
+    names = sorted(hosts.keys() | holders.keys())
+    if not names:
+        return None
+    table = Table(title=f"hosts of run {run.id} ({len(workers)} workers joined)")
+    for column in ("host", "pages", "errors", "status", "claimed by"):
+        table.add_column(column, justify="right" if column in ("pages", "errors") else "left")
+    for name in names:
+        host = hosts.get(name)
+        holder = holders.get(name)
+        worker = workers.get(holder) if holder else None
+        where = f"{holder} (pid {worker.pid} on {worker.host})" if worker else (holder or "-")
+        table.add_row(
+            name,
+            str(host.pages_crawled) if host else "0",
+            str(host.errors) if host else "0",
+            host.status.value if host else "active",
+            where,
+        )
+    return table
 
 
 def run_table(run: Run) -> Table:

@@ -40,8 +40,10 @@ class HttpFetcher:
         limits: FetchLimits | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
         max_connections: int = 100,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
         self.limits = limits or FetchLimits()
+        self._headers = {"User-Agent": user_agent, **(extra_headers or {})}
         self.user_agent = user_agent
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
@@ -57,7 +59,7 @@ class HttpFetcher:
             timeout=aiohttp.ClientTimeout(
                 sock_connect=self.limits.connect_timeout, sock_read=self.limits.read_timeout
             ),
-            headers={"User-Agent": self.user_agent},
+            headers=self._headers,
             # Cookies would make a crawl depend on the order pages were fetched in.
             cookie_jar=aiohttp.DummyCookieJar(),
         )

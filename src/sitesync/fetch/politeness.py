@@ -52,6 +52,11 @@ class HostLimiter:
         state = self._host(host)
         state.paused_until = max(state.paused_until, until)
 
+    def next_start(self, host: str) -> float:
+        """Monotonic time the host's next request may start (0: any time)."""
+        state = self._hosts.get(host)
+        return 0.0 if state is None else state.next_start
+
     def paused_until(self, host: str) -> float:
         state = self._hosts.get(host)
         return 0.0 if state is None else state.paused_until

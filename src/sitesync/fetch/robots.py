@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
@@ -23,6 +23,8 @@ from protego import Protego
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 
 Gate = Callable[[], AbstractAsyncContextManager[None]]
+#: Called after each robots.txt fetch: (origin, status, body or None, expires_at).
+Persist = Callable[[str, int, str | None, float], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,7 @@ class RobotsCache:
         ttl: float = 24 * 3600,
         error_ttl: float = 300,
         max_bytes: int = 512 * 1024,
+        persist: Persist | None = None,
     ) -> None:
         self._fetcher = fetcher
         # Match rules on the product token (the User-Agent's first word), as RFC 9309 asks.
@@ -59,6 +62,14 @@ class RobotsCache:
         self.error_ttl = error_ttl
         self.max_bytes = max_bytes
         self._entries: dict[str, _Entry] = {}
+        self._persist = persist
+
+    def preload(self, origin: str, *, status: int, body: str | None, expires_at: float) -> None:
+        """Use a stored answer (from another worker) until it expires, instead of refetching."""
+        if expires_at <= time.time() or self.is_fresh(origin):
+            return
+        entry = self._entries.setdefault(origin, _Entry(expires_at=0.0))
+        self._apply(entry, status, body, expires_at, error=None)
 
     async def check(self, url: str, origin: str, *, gate: Gate | None = None) -> RobotsVerdict:
         """May ``url`` be fetched? ``origin`` is ``scheme://host[:port]`` of the URL.
@@ -98,21 +109,30 @@ class RobotsCache:
             if entry.expires_at <= time.time():
                 async with gate() if gate is not None else contextlib.nullcontext():
                     result = await self._fetcher.fetch(origin + "/robots.txt")
-                self._update(entry, result)
+                status, body = self._update(entry, result)
+                if self._persist is not None:
+                    await self._persist(origin, status, body, entry.expires_at)
         return entry
 
-    def _update(self, entry: _Entry, result: FetchResult) -> None:
-        now = time.time()
+    def _update(self, entry: _Entry, result: FetchResult) -> tuple[int, str | None]:
+        """Apply a fetch; return the (status, body) worth storing for other workers."""
+        ok = 200 <= result.status < 300 and result.outcome is FetchOutcome.SUCCESS
+        body = result.body[: self.max_bytes].decode("utf-8", errors="replace") if ok else None
+        unreachable = result.status >= 500 or result.status == 0
+        ttl = self.error_ttl if unreachable else self.ttl
+        # A 2xx whose body could not be used (too large, redirected away) allows all.
+        status = result.status if ok or result.status >= 300 else 404
+        self._apply(entry, status, body, time.time() + ttl, error=result.error or result.outcome)
+        return status, body
+
+    def _apply(
+        self, entry: _Entry, status: int, body: str | None, expires_at: float, error: str | None
+    ) -> None:
         entry.rules, entry.unreachable, entry.sitemaps = None, None, ()
-        if result.status >= 500 or result.status == 0:
-            entry.unreachable = (
-                f"HTTP {result.status}" if result.status else (result.error or result.outcome)
-            )
-            entry.expires_at = now + self.error_ttl
-            return
-        entry.expires_at = now + self.ttl
-        if 200 <= result.status < 300 and result.outcome is FetchOutcome.SUCCESS:
-            text = result.body[: self.max_bytes].decode("utf-8", errors="replace")
-            entry.rules = Protego.parse(text)
+        entry.expires_at = expires_at
+        if status >= 500 or status == 0:
+            entry.unreachable = f"HTTP {status}" if status else (error or "unreachable")
+        elif 200 <= status < 300 and body is not None:
+            entry.rules = Protego.parse(body)
             entry.sitemaps = tuple(entry.rules.sitemaps)
-        # Any other answer (4xx, a too-large body, a redirect out of reach): allow all.
+        # Any other answer (4xx, a body we could not use): no rules, everything allowed.

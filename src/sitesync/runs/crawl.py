@@ -10,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sitesync.config import Settings
-from sitesync.errors import IllegalTransition
+from sitesync.errors import ConfigError, IllegalTransition, RunNotFound
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.http import HttpFetcher
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
-from sitesync.runs.worker import CrawlWorker, WorkerExit
+from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
+from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -32,19 +33,32 @@ class CrawlRequest:
     exclude: tuple[str, ...] = ()
     max_depth: int | None = None
     max_pages: int | None = None
+    join_any: bool = False  # no run named: join the oldest running (or queued) run
+    join: bool = False  # a worker joining: a run that already completed is not an error
 
 
 async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -> Run:
     """Create the run (status running), or move the run to resume back to running."""
+    if request.join_any:
+        run = await pick_runnable(store)
+        if run.status is RunStatus.RUNNING:
+            return run
+        return await store.transition_run(run.id, RunStatus.RUNNING)
     if request.resume_run_id is not None:
         run = await store.get_run(request.resume_run_id)
-        if run.status is RunStatus.RUNNING:
+        if run.status is RunStatus.RUNNING or (request.join and run.status is RunStatus.COMPLETED):
             # A crash left it running; its dead worker's leases expire and are reclaimed.
             return run
         if RunStatus.RUNNING not in RUN_TRANSITIONS[run.status]:
             raise IllegalTransition(f"run {run.id} is {run.status.value} and cannot be resumed")
         return await store.transition_run(run.id, RunStatus.RUNNING, reason="resumed")
-    config = RunConfig(
+    run = await store.create_run(request_config(request, settings))
+    return await store.transition_run(run.id, RunStatus.RUNNING)
+
+
+def request_config(request: CrawlRequest, settings: Settings) -> RunConfig:
+    """The stored configuration of a new run (seeds normalized; bad ones named)."""
+    return RunConfig(
         seeds=tuple(normalize_seeds(request.seeds)),
         allowed_domains=request.allowed_domains,
         include=request.include,
@@ -53,8 +67,16 @@ async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -
         max_pages=request.max_pages,
         max_retries=settings.max_retries,
     )
-    run = await store.create_run(config)
-    return await store.transition_run(run.id, RunStatus.RUNNING)
+
+
+async def pick_runnable(store: Store) -> Run:
+    """The oldest running run, else the oldest queued one."""
+    runs = await store.list_runs(limit=1000)
+    for status in (RunStatus.RUNNING, RunStatus.QUEUED):
+        candidates = [run for run in runs if run.status is status]
+        if candidates:
+            return min(candidates, key=lambda run: run.id)
+    raise RunNotFound("no running or queued run to join: start one with 'sitesync crawl URL'")
 
 
 async def crawl(
@@ -70,10 +92,13 @@ async def crawl(
     SIGINT and SIGTERM stop gracefully: what was fetched is committed, what was in flight
     goes back to PENDING, and the run becomes ``stopped`` (resumable).
     """
+    worker_id = new_worker_id()
+    extra_headers = {"X-Sitesync-Worker": worker_id} if settings.worker_id_header else {}
     plain = HttpFetcher(
         limits=settings.fetch_limits(),
         user_agent=settings.user_agent,
         max_connections=settings.concurrency,
+        extra_headers=extra_headers,
     )
     if fetcher is None and settings.fetcher == "browser":
         from sitesync.fetch.browser import BrowserFetcher
@@ -84,30 +109,74 @@ async def crawl(
             executable_path=settings.browser_executable,
             max_pages=settings.browser_pages,
         )
+    store.max_stored_body_bytes = settings.max_stored_body_bytes
+    plugins = await _build_plugins(store, run, settings)
     async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(plugins)  # closed last, after the worker's last report
         # robots.txt and sitemaps always go over plain HTTP.
         await stack.enter_async_context(plain)
         page_fetcher = await stack.enter_async_context(fetcher) if fetcher else plain
-        worker = CrawlWorker(
-            store, run, page_fetcher, options=settings.worker_options(), robots_fetcher=plain
-        )
-        if on_start is not None:
-            on_start(worker)
-        loop = asyncio.get_running_loop()
-        installed = _install_stop_signals(loop, worker)
-        try:
-            exit_reason = await worker.run()
-        except BaseException as exc:
-            await _mark_failed(store, run.id, exc)
-            raise
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+        while True:
+            worker = CrawlWorker(
+                store,
+                run,
+                page_fetcher,
+                options=settings.worker_options(),
+                worker_id=worker_id,
+                robots_fetcher=plain,
+                plugins=plugins if plugins.plugins else None,
+            )
+            exit_reason = await _run_worker(store, run, worker, on_start)
+            if exit_reason is not WorkerExit.RUN_NOT_RUNNING:
+                break
+            run = await _wait_while_paused(store, run.id, settings.worker_options().heartbeat)
+            if run.status is not RunStatus.RUNNING:
+                break
     if exit_reason is WorkerExit.STOP_REQUESTED:
         current = await store.get_run(run.id)
         if current.status is RunStatus.RUNNING or current.status is RunStatus.PAUSED:
             await store.transition_run(run.id, RunStatus.STOPPED, reason="stopped by user")
-    return await store.get_run(run.id)
+    ended = await store.get_run(run.id)
+    if ended.scope is not None and ended.status is RunStatus.COMPLETED:
+        # A completed scan updates its scope's stale lifecycle. Every worker that sees the
+        # end asks; the store applies it once (None for the others).
+        summary = await store.apply_scan_results(run.id)
+        if summary is not None:
+            log.info("scan of scope %r (run %d): %d reachable, %d newly stale, %d deactivated",
+                     ended.scope, run.id, len(summary.reachable), len(summary.newly_stale),
+                     len(summary.deactivated))  # fmt: skip
+    return ended
+
+
+async def _run_worker(
+    store: Store,
+    run: Run,
+    worker: CrawlWorker,
+    on_start: Callable[[CrawlWorker], None] | None,
+) -> WorkerExit:
+    if on_start is not None:
+        on_start(worker)
+    loop = asyncio.get_running_loop()
+    installed = _install_stop_signals(loop, worker)
+    try:
+        return await worker.run()
+    except BaseException as exc:
+        await _mark_failed(store, run.id, exc)
+        raise
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+async def _wait_while_paused(store: Store, run_id: int, poll: float) -> Run:
+    """A paused run keeps its state; this process waits for ``resume`` (or an end)."""
+    run = await store.get_run(run_id)
+    if run.status is RunStatus.PAUSED:
+        log.warning("run %d paused: waiting for 'sitesync resume %d'", run_id, run_id)
+    while run.status is RunStatus.PAUSED:
+        await asyncio.sleep(poll)
+        run = await store.get_run(run_id)
+    return run
 
 
 def _install_stop_signals(
@@ -128,6 +197,16 @@ def _on_signal(loop: asyncio.AbstractEventLoop, sig: signal.Signals, worker: Cra
     worker.stop()
     # A second signal kills at once: nothing committed is lost, leases simply expire.
     loop.remove_signal_handler(sig)
+
+
+async def _build_plugins(store: Store, run: Run, settings: Settings) -> PluginPipeline:
+    """The run's plugins. With ``strict_plugins`` a plugin that cannot be loaded fails the
+    run before anything is fetched (the CLI checks before it even creates a run)."""
+    try:
+        return build_pipeline(settings, run)
+    except ConfigError as exc:
+        await _mark_failed(store, run.id, exc)
+        raise
 
 
 async def _mark_failed(store: Store, run_id: int, exc: BaseException) -> None:

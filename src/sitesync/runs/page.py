@@ -10,15 +10,16 @@ import codecs
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import CrawlArtifact, Lease, NewTask, ProcessedArtifact, TaskReport
+from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
 from sitesync.plugins.builtin.links import extract_links
+from sitesync.runs.claims import ClaimKeeper
 from sitesync.store.base import Store
 from sitesync.urls import url_host
 
@@ -31,7 +32,9 @@ DEFER_AFTER_SECONDS = 1.0
 class ArtifactProcessor(Protocol):
     """The plugin pipeline, as a page attempt sees it."""
 
-    async def process(self, artifact: CrawlArtifact) -> ProcessedArtifact: ...
+    async def process(self, artifact: CrawlArtifact, *, tree: Any = None) -> ProcessedArtifact:
+        """``tree``: the page as the link extraction parsed it, so it is parsed only once."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,7 @@ class PageAttempts:
         self,
         *,
         store: Store,
+        claims: ClaimKeeper,
         fetcher: Fetcher,
         frontier: Frontier,
         limiter: HostLimiter,
@@ -56,6 +60,7 @@ class PageAttempts:
         plugins: ArtifactProcessor | None = None,
     ) -> None:
         self.store = store
+        self.claims = claims
         self.fetcher = fetcher
         self.frontier = frontier
         self.limiter = limiter
@@ -65,30 +70,45 @@ class PageAttempts:
         self.plugins = plugins
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
+        if not self.claims.holds(lease.host):
+            # Our claim on the host is gone or too close to expiry for a whole fetch:
+            # whoever holds it next fetches this URL.
+            return Deferral(lease, time.time())
         paused_until = self.limiter.paused_until(lease.host)
         if paused_until > time.time() + DEFER_AFTER_SECONDS:
             return Deferral(lease, paused_until)
         if self.robots is not None:
             blocked = await self._robots_verdict(lease)
             if blocked is not None:
+                if lease.depth == 0 and blocked.give_up:  # the whole site says no
+                    await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
+                if self.plugins is not None and lease.depth == 0:  # plugins may say why
+                    blocked = await self._run_plugins(lease, None, blocked, [])
                 return blocked
         async with self.limiter.slot(lease.host):
             result = await self.fetcher.fetch(lease.url, may_follow=self._may_follow(lease))
         if result.retry_after is not None:
-            wait = min(result.retry_after, self.max_retry_after)
-            self.limiter.pause(lease.host, time.time() + wait)
+            until = time.time() + min(result.retry_after, self.max_retry_after)
+            self.limiter.pause(lease.host, until)
+            # Stored, so the next holder of this host honours it too.
+            await self.store.save_host_pause(lease.host, until=until)
         if lease.depth == 0 and result.redirects:
             await self._record_root_redirect(lease, result)
         report, links = self._report(lease, result)
-        if self.plugins is not None and report.ok:
+        if lease.depth == 0 and report.outcome == FetchOutcome.BLOCKED.value:
+            await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
+        # A root's failures too: the navigation sampler records that a site is unreachable.
+        if self.plugins is not None and (report.ok or lease.depth == 0):
             report = await self._run_plugins(lease, result, report, links)
         return report
 
     async def _run_plugins(
-        self, lease: Lease, result: FetchResult, report: TaskReport, links: list[str]
+        self, lease: Lease, result: FetchResult | None, report: TaskReport, links: list[str]
     ) -> TaskReport:
         """Plugins see every answered fetch; what they make is committed with the report."""
         assert self.plugins is not None
+        if result is None:  # robots.txt kept us from asking
+            result = FetchResult(url=lease.url, outcome=FetchOutcome.BLOCKED)
         text = None
         if result.is_html and result.body:
             text = decode_html(result.body, result.headers.get("content-type", ""))
@@ -107,7 +127,7 @@ class PageAttempts:
             elapsed=result.elapsed,
             links=tuple(links),
         )
-        produced = await self.plugins.process(artifact)
+        produced = await self.plugins.process(artifact, tree=getattr(links, "tree", None))
         discovered = report.discovered
         if produced.links:
             extra = self.frontier.candidates(produced.links, depth=lease.depth + 1)

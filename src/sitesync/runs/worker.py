@@ -34,10 +34,13 @@ from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
+from sitesync.models import ReportVerdict, Run, RunStatus, TaskReport
+from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.dispatch import HostDispatcher
 from sitesync.runs.page import DEFER_AFTER_SECONDS, ArtifactProcessor, Deferral, PageAttempts
 from sitesync.runs.seeding import seed_run
 from sitesync.store.base import Store
+from sitesync.urls import url_host
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,17 @@ class WorkerOptions:
     sitemap_max_bytes: int = 50 * 1024 * 1024
     max_crawl_delay: float = 60.0
     max_retry_after: float = 3600.0
+    heartbeat_seconds: float = 0.0  # 0 = a third of the shorter of lease and claim
+    claim_seconds: float = 120.0
+    claim_safety: float = 65.0  # a fetch starts only while its host's claim has this left
+    max_claims: int | None = None
+    stats_flush_interval: int = 100  # pages between per-host counter flushes; 0 = at end
+
+    @property
+    def heartbeat(self) -> float:
+        if self.heartbeat_seconds > 0:
+            return self.heartbeat_seconds
+        return max(0.05, min(10.0, self.lease_seconds / 3, self.claim_seconds / 3))
 
     @property
     def held_limit(self) -> int:
@@ -86,6 +100,16 @@ class WorkerStats:
     committed: int = 0
     lease_lost: int = 0  # late reports rejected because the lease was taken over
     started: float = field(default_factory=time.monotonic)
+
+
+#: Statuses set elsewhere after which fetches under way may finish (paused: "in-flight ones
+#: finish"; completed: nothing left to protect). Stopped, cancelled and failed runs get
+#: their in-flight work back to PENDING at once.
+_DRAIN_ON = frozenset({RunStatus.PAUSED, RunStatus.COMPLETED})
+
+
+#: Longest wait before a worker looks at its fair share of hosts again.
+CLAIM_REFRESH_SECONDS = 2.0
 
 
 def new_worker_id() -> str:
@@ -124,12 +148,24 @@ class CrawlWorker:
                 self._plain_fetcher,
                 user_agent=getattr(fetcher, "user_agent", "*"),
                 error_ttl=self.options.robots_recheck_seconds,
+                persist=self._persist_robots,
             )
             if self.options.respect_robots
             else None
         )
+        self.claims = ClaimKeeper(
+            store,
+            run_id=run.id,
+            worker_id=self.worker_id,
+            claim_seconds=self.options.claim_seconds,
+            worker_ttl=self.options.claim_seconds,
+            safety=self.options.claim_safety,
+            max_hosts=self.options.max_claims,
+            on_new_host=self._load_host_state,
+        )
         self._attempts = PageAttempts(
             store=store,
+            claims=self.claims,
             fetcher=fetcher,
             frontier=self.frontier,
             limiter=self._limiter,
@@ -138,7 +174,7 @@ class CrawlWorker:
             max_retry_after=self.options.max_retry_after,
             plugins=plugins,
         )
-        self._queue: asyncio.Queue[Lease] = asyncio.Queue()
+        self._queue = HostDispatcher(self._limiter)
         self._held: Counter[str] = Counter()
         self._held_total = 0
         self._reports: list[TaskReport] = []
@@ -149,6 +185,8 @@ class CrawlWorker:
         self._active = 0  # slots between taking a lease and handing in its report
         self._idle = asyncio.Event()
         self._failure: BaseException | None = None
+        self._uncounted = 0  # pages reported since the last per-host counter flush
+        self.run_status = RunStatus.RUNNING  # as last seen in the store
 
     def stop(self) -> None:
         """Ask the worker to stop: in-flight work is released to PENDING."""
@@ -156,10 +194,14 @@ class CrawlWorker:
 
     async def run(self) -> WorkerExit:
         """Crawl until the run drains, stop() is called, or the run leaves ``running``."""
+        await self.store.register_worker(
+            self.run_id, worker_id=self.worker_id, host=socket.gethostname(), pid=os.getpid()
+        )
         side = [
             self._spawn(self._feed(), "feed"),
             self._spawn(self._flush_reports_forever(), "report"),
             self._spawn(self._heartbeat(), "heartbeat"),
+            self._spawn(self._rebalance_claims(), "claims"),
             *(
                 self._spawn(self._fetch_slot(), f"fetch-{n}")
                 for n in range(self.options.concurrency)
@@ -169,7 +211,11 @@ class CrawlWorker:
             side.append(self._spawn(self._seed(), "seed"))
         try:
             await self._done.wait()
-            if self._exit is WorkerExit.RUN_NOT_RUNNING and self._failure is None:
+            if (
+                self._exit is WorkerExit.RUN_NOT_RUNNING
+                and self._failure is None
+                and self.run_status in _DRAIN_ON
+            ):
                 await self._drain(side[0])
         finally:
             await self._shutdown(side)
@@ -207,8 +253,7 @@ class CrawlWorker:
         this worker's, rejected (and logged) if someone took it over.
         """
         feeder.cancel()
-        while not self._queue.empty():
-            self._queue.get_nowait()
+        self._queue.clear()
         if self._active:
             self._idle.clear()
             with contextlib.suppress(TimeoutError):
@@ -229,6 +274,11 @@ class CrawlWorker:
             released = await self.store.release_worker(self.run_id, worker_id=self.worker_id)
             if released:
                 log.info("released %d in-flight tasks back to pending", released)
+        with contextlib.suppress(Exception):
+            await self.store.flush_host_stats(self.run_id, final=self._exit is WorkerExit.DRAINED)
+        with contextlib.suppress(Exception):
+            await self.claims.release_all()
+            await self.store.stop_worker(self.worker_id)
 
     # -- feeding --------------------------------------------------------------------------
 
@@ -244,13 +294,16 @@ class CrawlWorker:
                     limit=room,
                     lease_seconds=options.lease_seconds,
                     exclude_hosts=self._hosts_to_skip(),
+                    claimed_only=True,
                 )
                 for lease in leases:
                     self._held[lease.host] += 1
                     self._held_total += 1
-                    self._queue.put_nowait(lease)
+                    self._queue.put(lease)
                 if leases:
                     continue
+                # Nothing from the hosts we hold: maybe new hosts have work, or ours ran dry.
+                await self.claims.refresh()
                 if self._held_total == 0:
                     await self._wait_for_work()
                     continue
@@ -261,7 +314,8 @@ class CrawlWorker:
     def _hosts_to_skip(self) -> list[str]:
         """Hosts this worker holds enough of, or that asked us to back off."""
         full = [h for h, n in self._held.items() if n >= self.options.held_per_host]
-        return full + self._limiter.paused_hosts(longer_than=DEFER_AFTER_SECONDS)
+        paused = self._limiter.paused_hosts(longer_than=DEFER_AFTER_SECONDS)
+        return [*full, *paused, *self.claims.surplus]
 
     async def _seed(self) -> None:
         await seed_run(
@@ -279,6 +333,7 @@ class CrawlWorker:
         """Nothing eligible and nothing in hand: finish, or sleep until something may be."""
         run = await self.store.get_run(self.run_id)
         if run.status is not RunStatus.RUNNING:
+            self.run_status = run.status
             self._finish(WorkerExit.RUN_NOT_RUNNING)
             return
         if run.counters.pending == 0 and run.counters.assigned == 0:
@@ -301,6 +356,9 @@ class CrawlWorker:
             self._active += 1
             try:
                 outcome = await self._attempts.attempt(lease)
+            except asyncio.CancelledError:
+                self._queue.done(lease.host)
+                raise
             except Exception as exc:
                 # A bug on one page (a parser crash, a fetcher fault) is recorded on that
                 # page and retried like any failure; it never takes the crawl down.
@@ -311,6 +369,7 @@ class CrawlWorker:
                     error=f"internal error: {type(exc).__name__}: {exc}",
                     retry_delay=self.options.retry.delay(lease.attempt_count),
                 )
+            self._queue.done(lease.host)
             if isinstance(outcome, Deferral):
                 await self.store.release(self.run_id, [lease], not_before=outcome.until)
                 self._let_go(lease.host)
@@ -359,18 +418,63 @@ class CrawlWorker:
                 )
             else:
                 self.stats.committed += 1
+                self._uncounted += 1
         self._room.set()
+        interval = self.options.stats_flush_interval
+        if interval and self._uncounted >= interval:
+            self._uncounted = 0
+            await self.store.flush_host_stats(self.run_id)
 
     # -- heartbeat ------------------------------------------------------------------------
 
-    async def _heartbeat(self) -> None:
-        interval = max(0.05, self.options.lease_seconds / 3)
+    async def _rebalance_claims(self) -> None:
+        """Claims are refreshed more often than leases are renewed, so that hosts pass
+        quickly to workers that join (or leave) a run."""
+        interval = min(self.options.heartbeat, CLAIM_REFRESH_SECONDS)
         while True:
             await asyncio.sleep(interval)
+            await self.claims.refresh()
+            self._room.set()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.heartbeat)
             await self.store.renew_leases(
                 self.run_id, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
             )
+            await self.store.heartbeat_run(self.run_id)
             run = await self.store.get_run(self.run_id)
             self.frontier.refresh(run)
             if run.status is not RunStatus.RUNNING:
+                self.run_status = run.status
                 self._finish(WorkerExit.RUN_NOT_RUNNING)
+
+    # -- politeness state shared through the store ------------------------------------------
+
+    async def _load_host_state(self, host: str) -> None:
+        """A host just claimed: honour what earlier holders learned about it."""
+        state = await self.store.get_host_state(host)
+        if state is None:
+            return
+        if state.paused_until > time.time():
+            self._limiter.pause(host, state.paused_until)
+        if (
+            self._robots is not None
+            and state.robots_origin
+            and state.robots_status is not None
+            and state.robots_expires_at
+        ):
+            self._robots.preload(
+                state.robots_origin,
+                status=state.robots_status,
+                body=state.robots_body,
+                expires_at=state.robots_expires_at,
+            )
+
+    async def _persist_robots(
+        self, origin: str, status: int, body: str | None, expires_at: float
+    ) -> None:
+        host = url_host(origin + "/")
+        await self.store.save_host_robots(
+            host, origin=origin, status=status, body=body, expires_at=expires_at
+        )

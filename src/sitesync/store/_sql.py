@@ -19,9 +19,9 @@ _NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
-def load_queries(package: str) -> dict[str, LiteralString]:
-    """Read ``queries.sql`` of a backend package into {name: sql}."""
-    text = resources.files(package).joinpath("queries.sql").read_text(encoding="utf-8")
+def load_queries(package: str, filename: str = "queries.sql") -> dict[str, LiteralString]:
+    """Read a named-query file (``queries.sql`` by default) of a backend package."""
+    text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     parts = _NAME_LINE.split(text)
     # split() yields [preamble, name1, body1, name2, body2, ...]
     queries: dict[str, LiteralString] = {}

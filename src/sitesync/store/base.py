@@ -11,16 +11,30 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from sitesync.models import (
+    Claim,
+    ClaimGrant,
     Domain,
+    HostAssets,
+    HostBacklog,
+    HostState,
+    HostStatus,
     Lease,
     NewTask,
+    OutcomeCount,
+    RecordVersion,
     ReportVerdict,
     Run,
     RunConfig,
+    RunDiff,
+    RunHost,
     RunStatus,
+    ScanSummary,
+    Schedule,
     Task,
     TaskReport,
     TaskState,
+    WorkerInfo,
+    WorkerLeases,
 )
 
 
@@ -43,8 +57,11 @@ class FrontierStore(Protocol):
         limit: int,
         lease_seconds: float,
         exclude_hosts: Sequence[str] = (),
+        claimed_only: bool = False,
     ) -> list[Lease]:
         """Lease up to ``limit`` eligible PENDING tasks to ``worker_id``, highest priority first.
+
+        With ``claimed_only``, only tasks of hosts the worker holds a live claim on.
 
         In the same transaction, and first, every expired lease of the run goes back to
         PENDING. Each returned task had its ``attempt_count`` incremented. Tasks of
@@ -148,7 +165,227 @@ class DomainStore(Protocol):
         ...
 
 
-class Store(FrontierStore, RunStore, DomainStore, Protocol):
+class CoordinationStore(Protocol):
+    """What lets several workers share a run: registrations, host claims, politeness
+    state and per-host counters."""
+
+    async def register_worker(self, run_id: int, *, worker_id: str, host: str, pid: int) -> None:
+        """Record that ``worker_id`` works on the run (again); it counts as live."""
+        ...
+
+    async def stop_worker(self, worker_id: str) -> None:
+        """Record that the worker stopped; it no longer counts for fair shares."""
+        ...
+
+    async def list_workers(self, run_id: int) -> list[WorkerInfo]:
+        """Workers that joined the run, oldest first."""
+        ...
+
+    async def claim_hosts(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        claim_seconds: float,
+        worker_ttl: float,
+        max_hosts: int | None = None,
+    ) -> ClaimGrant:
+        """One transaction: heartbeat the worker, renew its live claims, drop claims on
+        hosts with no work left and surplus claims (over its fair share) where it has
+        nothing in flight, then claim free (or expired) hosts with pending work up to that
+        share. Returns its claims, oldest first, and the share.
+
+        The fair share is ceil(hosts with pending work / live workers), at least 1;
+        workers whose heartbeat is older than ``worker_ttl`` are not live.
+        """
+        ...
+
+    async def release_claims(self, run_id: int, *, worker_id: str) -> int:
+        """Give up every claim the worker holds in the run."""
+        ...
+
+    async def list_claims(self, run_id: int) -> list[Claim]:
+        """Every claim row of the run, expired ones included."""
+        ...
+
+    async def get_host_state(self, host: str) -> HostState | None:
+        """The host's stored politeness state, or None."""
+        ...
+
+    async def save_host_pause(self, host: str, *, until: float) -> None:
+        """Nothing may start on ``host`` before ``until`` (only ever moves later)."""
+        ...
+
+    async def save_host_robots(
+        self, host: str, *, origin: str, status: int, body: str | None, expires_at: float
+    ) -> None:
+        """Keep the host's robots.txt answer so a worker taking over need not refetch it."""
+        ...
+
+    async def flush_host_stats(self, run_id: int, *, final: bool = False) -> int:
+        """Add finished tasks not yet counted to the run's per-host counters, marking them
+        counted in the same transaction (exact across crashes); with ``final``, hosts
+        with nothing left become ``exhausted``. Returns how many tasks were counted."""
+        ...
+
+    async def set_host_status(self, run_id: int, host: str, status: HostStatus) -> None:
+        """Set a host's status in the run; a terminal status is never overwritten."""
+        ...
+
+    async def list_run_hosts(self, run_id: int) -> list[RunHost]:
+        """Per-host counters of the run."""
+        ...
+
+
+class RecordStore(Protocol):
+    """Versioned AssetRecords, written with the reports that carry them (docs/plugins.md).
+
+    A report's records are saved in its own transaction when its task ends (completed, or
+    failed for good): a new version only when a key's content hash changed, and a sighting
+    per run either way. Bodies are kept once per sha256, compressed, up to
+    ``max_stored_body_bytes`` (a larger one is not kept; its version says so).
+    """
+
+    max_stored_body_bytes: int
+
+    async def record_history(self, key: str) -> list[RecordVersion]:
+        """Every version of ``key``, oldest first; empty if the key was never recorded."""
+        ...
+
+    async def records_of_run(self, run_id: int, *, kind: str | None = None) -> list[RecordVersion]:
+        """The version of each record the run saw (optionally of one kind), by key."""
+        ...
+
+    async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
+        """Keys seen only in ``run_b`` (added), only in ``run_a`` (removed), or in both with
+        different content (changed)."""
+        ...
+
+    async def get_body(self, content_hash: str) -> bytes | None:
+        """A kept body by its sha256, decompressed; None if no body has that hash."""
+        ...
+
+    async def run_assets(self, run_id: int) -> list[HostAssets]:
+        """Assets found and stored in the run, per host of the pages they were found on."""
+        ...
+
+
+class SupervisionStore(Protocol):
+    """Keeping runs alive: heartbeats, the watchdog, and the operator's clean-up tools."""
+
+    async def heartbeat_run(self, run_id: int) -> None:
+        """A sign of life for the run (its workers and its supervisor send them)."""
+        ...
+
+    async def start_queued_run(self, run_id: int, *, supervisor_id: str) -> Run | None:
+        """Move a queued run to running under ``supervisor_id``, atomically; None when
+        another supervisor (or a user) got there first."""
+        ...
+
+    async def recover_stale_runs(self, *, stale_after: float, max_crash_retries: int) -> list[Run]:
+        """Runs still ``running`` whose heartbeat is older than ``stale_after`` seconds
+        crashed: re-queued (``crash_retries`` + 1) while under ``max_crash_retries``, else
+        ``failed`` with "crashed and exceeded max retries". Returns them as they became."""
+        ...
+
+    async def find_inactive_runs(self, *, idle_seconds: float) -> list[Run]:
+        """Non-terminal runs with no activity (task transitions or heartbeats) for
+        ``idle_seconds``."""
+        ...
+
+    async def release_claims_where(
+        self, *, expired_only: bool, worker_id: str | None, dry_run: bool
+    ) -> list[Claim]:
+        """Operator tool: release claims (all runs). ``expired_only`` keeps live claims;
+        ``worker_id`` limits to one worker. With ``dry_run`` nothing changes. Returns the
+        claims released (or that would be)."""
+        ...
+
+
+class RegistryStore(Protocol):
+    """Registered domains grouped in scopes, their scans and schedules."""
+
+    async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
+        """Register hosts in ``scope`` (active; a known host moves to the scope).
+        Returns how many were new."""
+        ...
+
+    async def list_domains(
+        self,
+        *,
+        scope: str | None = None,
+        stale: bool | None = None,
+        active: bool | None = None,
+    ) -> list[Domain]:
+        """Registered domains, filtered."""
+        ...
+
+    async def start_scan(self, scope: str, config: RunConfig) -> Run:
+        """Create a queued run of the scope (``config`` has its active domains as seeds);
+        raises ``ScanConflict`` with the existing run's id if the scope has an active run,
+        and creates nothing."""
+        ...
+
+    async def apply_scan_results(self, run_id: int) -> ScanSummary | None:
+        """Apply the stale lifecycle of a finished scan to its scope's domains, once
+        (None if the run has no scope or it was applied already)."""
+        ...
+
+    async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:
+        """Scan ``scope`` on ``cadence`` (cron syntax), next at ``next_run_at``."""
+        ...
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every schedule."""
+        ...
+
+    async def advance_schedule(
+        self, scope: str, *, next_run_at: float, last_run_id: int | None
+    ) -> None:
+        """Record a scan started by the schedule and when the next one is due."""
+        ...
+
+
+class OverviewStore(Protocol):
+    """Cheap aggregates for the dashboard, the JSON API, ``/metrics`` and ``sitesync status``.
+
+    Reads only. Totals of pending work come from the runs' counters, never from these.
+    """
+
+    async def list_active_runs(self) -> list[Run]:
+        """Runs that are queued, running or paused, oldest first."""
+        ...
+
+    async def count_outcomes(self, run_id: int) -> list[OutcomeCount]:
+        """Finished tasks (completed or failed) of the run by final outcome and HTTP status
+        class, most frequent first. One aggregate over the run's tasks."""
+        ...
+
+    async def list_redirected(self, run_id: int, *, limit: int = 100) -> list[Task]:
+        """Tasks whose fetch followed redirects (``redirects`` not empty), in admission order."""
+        ...
+
+    async def pending_by_host(self, run_id: int, *, limit: int = 100) -> list[HostBacklog]:
+        """Hosts with pending tasks in the run, most pending first, with the earliest time
+        one of them may start."""
+        ...
+
+    async def leases_by_worker(self, run_id: int) -> list[WorkerLeases]:
+        """Leased (assigned) tasks of the run per worker, with how many leases expired."""
+        ...
+
+
+class Store(
+    FrontierStore,
+    RunStore,
+    DomainStore,
+    CoordinationStore,
+    SupervisionStore,
+    RegistryStore,
+    RecordStore,
+    OverviewStore,
+    Protocol,
+):
     """A whole backend."""
 
     async def close(self) -> None:

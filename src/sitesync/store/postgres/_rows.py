@@ -50,6 +50,12 @@ def domain_from_row(row: DictRow) -> Domain:
         aliases=tuple(row["aliases"]),
         first_seen_at=row["first_seen_at"],
         updated_at=row["updated_at"],
+        scope=row["scope"],
+        active=bool(row["active"]),
+        stale=bool(row["stale"]),
+        unreachable_streak=row["unreachable_streak"],
+        last_run_id=row["last_run_id"],
+        last_crawled_at=row["last_crawled_at"],
     )
 
 
@@ -74,6 +80,10 @@ def run_from_row(row: DictRow) -> Run:
         status_reason=row["status_reason"],
         last_activity_at=row["last_activity_at"],
         seeded_at=row["seeded_at"],
+        heartbeat_at=row["heartbeat_at"],
+        supervisor_id=row["supervisor_id"],
+        crash_retries=row["crash_retries"],
+        scope=row["scope"],
     )
 
 

@@ -63,6 +63,10 @@ UPDATE tasks
            AND state = 'pending'
            AND next_eligible_at <= %(now)s
            AND host <> ALL(%(exclude_hosts)s::text[])
+           AND (NOT %(claimed_only)s
+                OR host IN (SELECT host FROM claims
+                             WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
+                               AND expires_at > %(now)s))
          ORDER BY priority DESC, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED)

@@ -22,7 +22,12 @@ CREATE TABLE runs (
     pages_fetched    bigint           NOT NULL DEFAULT 0,
     bytes_fetched    bigint           NOT NULL DEFAULT 0,
     retries          bigint           NOT NULL DEFAULT 0,
-    seeded_at        double precision                     -- seeds and sitemaps admitted
+    seeded_at        double precision,                    -- seeds and sitemaps admitted
+    heartbeat_at     double precision,
+    supervisor_id    text,
+    crash_retries    integer          NOT NULL DEFAULT 0,
+    scan_applied_at  double precision,
+    scope            text
 );
 
 -- One row per normalized URL per run: the UNIQUE constraint is the dedup pre-flight.
@@ -47,6 +52,7 @@ CREATE TABLE tasks (
     outcome          text,                                -- the fetch's FetchOutcome value
     final_url        text,                                -- where redirects ended
     redirects        jsonb,                               -- [[from_url, to_url, status], ...]
+    counted          boolean          NOT NULL DEFAULT false,  -- included in run_hosts
     UNIQUE (run_id, url)
 );
 
@@ -62,5 +68,139 @@ CREATE TABLE domains (
     canonical_host text,
     aliases        text[]           NOT NULL DEFAULT '{}',
     first_seen_at  double precision NOT NULL,
-    updated_at     double precision NOT NULL
+    updated_at     double precision NOT NULL,
+    last_run_id    bigint,
+    last_crawled_at double precision,
+    scope          text,
+    active         boolean NOT NULL DEFAULT true,
+    stale          boolean NOT NULL DEFAULT false,
+    unreachable_streak integer NOT NULL DEFAULT 0
+);
+
+-- Versioned AssetRecords: what plugins made of pages (docs/plugins.md).
+-- A record is one stable key (kind + normalized URL). A version is written only when the
+-- key's content hash changes; record_seen says which version each run saw, so "removed
+-- between two runs" is a query rather than a guess.
+
+-- Bodies, content-addressed and compressed: identical content is kept once.
+CREATE TABLE record_bodies (
+    content_hash text             PRIMARY KEY,  -- sha256 (hex) of the uncompressed body
+    size         bigint           NOT NULL,     -- uncompressed bytes
+    compression  text             NOT NULL,     -- 'zlib'
+    data         bytea            NOT NULL,
+    created_at   double precision NOT NULL
+);
+
+CREATE TABLE records (
+    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key              text             NOT NULL UNIQUE,
+    kind             text             NOT NULL,
+    url              text             NOT NULL,
+    first_run_id     bigint           NOT NULL REFERENCES runs (id),
+    first_seen_at    double precision NOT NULL,
+    -- The latest version, copied here so an unchanged sighting costs one lookup.
+    latest_version   integer          NOT NULL,
+    latest_hash      text             NOT NULL,
+    latest_body_hash text
+);
+
+CREATE TABLE record_versions (
+    record_id    bigint           NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+    version      integer          NOT NULL,
+    run_id       bigint           NOT NULL REFERENCES runs (id),  -- first saw this content
+    content_hash text             NOT NULL,
+    similarity   double precision,  -- 0..1 against the previous version; NULL: not comparable
+    body_hash    text             REFERENCES record_bodies (content_hash),  -- NULL: none kept
+    body_size    bigint,            -- bytes of the body, kept or not
+    body_note    text,              -- why the body was not kept
+    data         jsonb            NOT NULL,
+    created_at   double precision NOT NULL,
+    PRIMARY KEY (record_id, version)
+);
+
+-- Every record each run saw, and which version: the ground for diffs between runs.
+CREATE TABLE record_seen (
+    run_id    bigint           NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    record_id bigint           NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+    version   integer          NOT NULL,
+    task_id   bigint,           -- the page it was first seen on in the run
+    seen_at   double precision NOT NULL,
+    PRIMARY KEY (run_id, record_id)
+);
+
+-- Distinct assets (images, documents) a run found on each host's pages, and how many of
+-- them it stored: moved in the report transaction that records them, so they are exact.
+CREATE TABLE run_host_assets (
+    run_id        bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host          text   NOT NULL,
+    assets_found  bigint NOT NULL DEFAULT 0,
+    assets_stored bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, host)
+);
+
+-- Coordination of several workers (migration 0004).
+-- Workers that joined runs, so claims can be shared fairly among the live ones.
+CREATE TABLE workers (
+    worker_id      text PRIMARY KEY,
+    host           text    NOT NULL,
+    pid            integer NOT NULL,
+    run_id         bigint,
+    started_at     double precision    NOT NULL,
+    last_heartbeat double precision    NOT NULL,
+    stopped_at     double precision
+);
+
+-- A worker's exclusive, expiring hold on one host of a run: only the holder fetches there.
+CREATE TABLE claims (
+    run_id     bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host       text    NOT NULL,
+    worker_id  text    NOT NULL,
+    expires_at double precision    NOT NULL,
+    claimed_at double precision    NOT NULL,
+    PRIMARY KEY (run_id, host)
+);
+CREATE INDEX claims_by_worker ON claims (run_id, worker_id);
+
+-- Politeness that survives a hand-over: Retry-After, robots.txt and its Crawl-delay.
+CREATE TABLE host_state (
+    host              text PRIMARY KEY,
+    paused_until      double precision NOT NULL DEFAULT 0,
+    robots_origin     text,
+    robots_status     integer,
+    robots_body       text,
+    robots_expires_at double precision,
+    updated_at        double precision NOT NULL
+);
+
+-- Per-host counters of a run, flushed during the crawl. A task is added to them exactly
+-- once: the flush that counts it also marks it counted, in one transaction.
+CREATE TABLE run_hosts (
+    run_id        bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host          text    NOT NULL,
+    pages_crawled bigint NOT NULL DEFAULT 0,
+    errors        bigint NOT NULL DEFAULT 0,
+    status        text    NOT NULL DEFAULT 'active',  -- active, exhausted, blocked
+    updated_at    double precision    NOT NULL,
+    PRIMARY KEY (run_id, host)
+);
+CREATE INDEX tasks_uncounted ON tasks (run_id, host) WHERE NOT counted AND state IN ('completed', 'failed');
+CREATE INDEX tasks_pending_by_host ON tasks (run_id, host) WHERE state = 'pending';
+
+-- Supervision, recurring scans and the domain registry (migration 0005).
+-- Supervision: who runs a run, when it last showed signs of life, how often it crashed.
+
+-- Recurring scans: a run may belong to a scope (e.g. a country's domain list), and a
+-- scope has at most one active run: the index makes a second start fail, atomically.
+CREATE UNIQUE INDEX runs_one_active_per_scope ON runs (scope)
+    WHERE scope IS NOT NULL AND status IN ('queued', 'running', 'paused');
+
+-- The domain registry: registered sites, their scope and their stale lifecycle.
+CREATE INDEX domains_by_scope ON domains (scope, active);
+
+CREATE TABLE schedules (
+    scope        text PRIMARY KEY,
+    cadence      text NOT NULL,      -- cron syntax, e.g. '0 3 1 * *' (monthly)
+    next_run_at  double precision NOT NULL,
+    last_run_id  bigint,
+    updated_at   double precision NOT NULL
 );

@@ -59,7 +59,11 @@ from sitesync.store.postgres._rows import (
     run_from_row,
     task_from_row,
 )
+from sitesync.store.postgres.coordination import PostgresCoordination
+from sitesync.store.postgres.overview import PostgresOverview
 from sitesync.store.postgres.records import PostgresRecords
+from sitesync.store.postgres.registry import PostgresRegistry
+from sitesync.store.postgres.supervision import PostgresSupervision
 
 T = TypeVar("T")
 
@@ -71,7 +75,13 @@ _RETRYABLE = (errors.SerializationFailure, errors.DeadlockDetected)
 _ATTEMPTS = 4
 
 
-class PostgresStore(PostgresRecords):
+class PostgresStore(
+    PostgresRecords,
+    PostgresCoordination,
+    PostgresSupervision,
+    PostgresOverview,
+    PostgresRegistry,
+):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""
 
     def __init__(
@@ -294,6 +304,7 @@ class PostgresStore(PostgresRecords):
         limit: int,
         lease_seconds: float,
         exclude_hosts: Sequence[str] = (),
+        claimed_only: bool = False,
     ) -> list[Lease]:
         async def work(conn: Conn) -> list[Lease]:
             if await self._lock_run(conn, run_id) is None:
@@ -311,6 +322,7 @@ class PostgresStore(PostgresRecords):
                 "now": now,
                 "limit": limit,
                 "exclude_hosts": list(exclude_hosts),
+                "claimed_only": claimed_only,
             }
             rows = await (await conn.execute(_Q["acquire"], params)).fetchall()
             moved = len(rows) - reclaimed
@@ -343,7 +355,9 @@ class PostgresStore(PostgresRecords):
                     verdicts.append(ReportVerdict.LEASE_LOST)
                     continue
                 verdicts.append(ReportVerdict.ACCEPTED)
-                if state is TaskState.COMPLETED and report.records:
+                # Only with a final answer (completed, or failed for good): a retried
+                # attempt's records come again with the attempt that ends it.
+                if report.records and state is not TaskState.PENDING:
                     await self._save_records(conn, run_id, report, now)
                 delta["assigned"] -= 1
                 delta[state.value] += 1

@@ -65,6 +65,10 @@ UPDATE tasks
            AND state = 'pending'
            AND next_eligible_at <= :now
            AND host NOT IN (SELECT value FROM json_each(:exclude_hosts))
+           AND (NOT :claimed_only
+                OR host IN (SELECT host FROM claims
+                             WHERE run_id = :run_id AND worker_id = :worker_id
+                               AND expires_at > :now))
          ORDER BY priority DESC, id
          LIMIT :limit)
 RETURNING id, url, host, depth, attempt_count;

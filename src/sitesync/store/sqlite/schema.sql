@@ -20,7 +20,12 @@ CREATE TABLE runs (
     pages_fetched    INTEGER NOT NULL DEFAULT 0,
     bytes_fetched    INTEGER NOT NULL DEFAULT 0,
     retries          INTEGER NOT NULL DEFAULT 0,
-    seeded_at        REAL
+    seeded_at        REAL,
+    heartbeat_at     REAL,
+    supervisor_id    TEXT,
+    crash_retries    INTEGER NOT NULL DEFAULT 0,
+    scan_applied_at  REAL,
+    scope            TEXT
 );
 
 -- One row per normalized URL per run: the UNIQUE constraint is the dedup pre-flight.
@@ -45,6 +50,7 @@ CREATE TABLE tasks (
     outcome          TEXT,
     final_url        TEXT,
     redirects        TEXT,                      -- JSON [[from_url, to_url, status], ...]
+    counted          INTEGER NOT NULL DEFAULT 0, -- included in run_hosts counters
     UNIQUE (run_id, url)
 );
 
@@ -56,5 +62,139 @@ CREATE TABLE domains (
     canonical_host TEXT,
     aliases        TEXT NOT NULL DEFAULT '[]',  -- JSON array of hosts
     first_seen_at  REAL NOT NULL,
-    updated_at     REAL NOT NULL
+    updated_at     REAL NOT NULL,
+    last_run_id    INTEGER,
+    last_crawled_at REAL,
+    scope          TEXT,
+    active         INTEGER NOT NULL DEFAULT 1,
+    stale          INTEGER NOT NULL DEFAULT 0,
+    unreachable_streak INTEGER NOT NULL DEFAULT 0
+);
+
+-- Versioned AssetRecords: what plugins made of pages (docs/plugins.md).
+-- A record is one stable key (kind + normalized URL). A version is written only when the
+-- key's content hash changes; record_seen says which version each run saw, so "removed
+-- between two runs" is a query rather than a guess.
+
+-- Bodies, content-addressed and compressed: identical content is kept once.
+CREATE TABLE record_bodies (
+    content_hash TEXT    PRIMARY KEY,  -- sha256 (hex) of the uncompressed body
+    size         INTEGER NOT NULL,     -- uncompressed bytes
+    compression  TEXT    NOT NULL,     -- 'zlib'
+    data         BLOB    NOT NULL,
+    created_at   REAL    NOT NULL
+);
+
+CREATE TABLE records (
+    id               INTEGER PRIMARY KEY,
+    key              TEXT    NOT NULL UNIQUE,
+    kind             TEXT    NOT NULL,
+    url              TEXT    NOT NULL,
+    first_run_id     INTEGER NOT NULL REFERENCES runs (id),
+    first_seen_at    REAL    NOT NULL,
+    -- The latest version, copied here so an unchanged sighting costs one lookup.
+    latest_version   INTEGER NOT NULL,
+    latest_hash      TEXT    NOT NULL,
+    latest_body_hash TEXT
+);
+
+CREATE TABLE record_versions (
+    record_id    INTEGER NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+    version      INTEGER NOT NULL,
+    run_id       INTEGER NOT NULL REFERENCES runs (id),  -- the run that first saw this content
+    content_hash TEXT    NOT NULL,
+    similarity   REAL,     -- 0..1 against the previous version; NULL when not comparable
+    body_hash    TEXT    REFERENCES record_bodies (content_hash),  -- NULL: no body kept
+    body_size    INTEGER,  -- bytes of the body, kept or not
+    body_note    TEXT,     -- why the body was not kept
+    data         TEXT    NOT NULL,  -- JSON
+    created_at   REAL    NOT NULL,
+    PRIMARY KEY (record_id, version)
+);
+
+-- Every record each run saw, and which version: the ground for diffs between runs.
+CREATE TABLE record_seen (
+    run_id    INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    record_id INTEGER NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+    version   INTEGER NOT NULL,
+    task_id   INTEGER,  -- the page it was first seen on in the run
+    seen_at   REAL    NOT NULL,
+    PRIMARY KEY (run_id, record_id)
+);
+
+-- Distinct assets (images, documents) a run found on each host's pages, and how many of
+-- them it stored: moved in the report transaction that records them, so they are exact.
+CREATE TABLE run_host_assets (
+    run_id        INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host          TEXT    NOT NULL,
+    assets_found  INTEGER NOT NULL DEFAULT 0,
+    assets_stored INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, host)
+);
+
+-- Coordination of several workers (migration 0004).
+-- Workers that joined runs, so claims can be shared fairly among the live ones.
+CREATE TABLE workers (
+    worker_id      TEXT PRIMARY KEY,
+    host           TEXT    NOT NULL,
+    pid            INTEGER NOT NULL,
+    run_id         INTEGER,
+    started_at     REAL    NOT NULL,
+    last_heartbeat REAL    NOT NULL,
+    stopped_at     REAL
+);
+
+-- A worker's exclusive, expiring hold on one host of a run: only the holder fetches there.
+CREATE TABLE claims (
+    run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host       TEXT    NOT NULL,
+    worker_id  TEXT    NOT NULL,
+    expires_at REAL    NOT NULL,
+    claimed_at REAL    NOT NULL,
+    PRIMARY KEY (run_id, host)
+);
+CREATE INDEX claims_by_worker ON claims (run_id, worker_id);
+
+-- Politeness that survives a hand-over: Retry-After, robots.txt and its Crawl-delay.
+CREATE TABLE host_state (
+    host              TEXT PRIMARY KEY,
+    paused_until      REAL NOT NULL DEFAULT 0,
+    robots_origin     TEXT,
+    robots_status     INTEGER,
+    robots_body       TEXT,
+    robots_expires_at REAL,
+    updated_at        REAL NOT NULL
+);
+
+-- Per-host counters of a run, flushed during the crawl. A task is added to them exactly
+-- once: the flush that counts it also marks it counted, in one transaction.
+CREATE TABLE run_hosts (
+    run_id        INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host          TEXT    NOT NULL,
+    pages_crawled INTEGER NOT NULL DEFAULT 0,
+    errors        INTEGER NOT NULL DEFAULT 0,
+    status        TEXT    NOT NULL DEFAULT 'active',  -- active, exhausted, blocked
+    updated_at    REAL    NOT NULL,
+    PRIMARY KEY (run_id, host)
+);
+CREATE INDEX tasks_uncounted ON tasks (run_id, host) WHERE counted = 0 AND state IN ('completed', 'failed');
+CREATE INDEX tasks_pending_by_host ON tasks (run_id, host) WHERE state = 'pending';
+
+-- Supervision, recurring scans and the domain registry (migration 0005).
+-- Supervision: who runs a run, when it last showed signs of life, how often it crashed.
+
+-- Recurring scans: a run may belong to a scope (e.g. a country's domain list), and a
+-- scope has at most one active run: the index makes a second start fail, atomically.
+CREATE UNIQUE INDEX runs_one_active_per_scope ON runs (scope)
+    WHERE scope IS NOT NULL AND status IN ('queued', 'running', 'paused');
+
+-- The domain registry: registered sites, their scope and their stale lifecycle.
+CREATE INDEX domains_by_scope ON domains (scope, active);
+
+CREATE TABLE schedules (
+    scope        TEXT PRIMARY KEY,
+    cadence      TEXT NOT NULL,      -- cron syntax, e.g. '0 3 1 * *' (monthly)
+    next_run_at  REAL NOT NULL,
+    last_run_id  INTEGER,
+    updated_at   REAL NOT NULL
 );

@@ -42,14 +42,20 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store._sql import load_migrations, load_queries
+from sitesync.store.sqlite.coordination import SqliteCoordination
+from sitesync.store.sqlite.overview import SqliteOverview
 from sitesync.store.sqlite.records import SqliteRecords
+from sitesync.store.sqlite.registry import SqliteRegistry
+from sitesync.store.sqlite.supervision import SqliteSupervision
 
 T = TypeVar("T")
 
 _Q = load_queries("sitesync.store.sqlite")
 
 
-class SqliteStore(SqliteRecords):
+class SqliteStore(
+    SqliteRecords, SqliteCoordination, SqliteSupervision, SqliteOverview, SqliteRegistry
+):
     """All store interfaces on one SQLite file."""
 
     def __init__(
@@ -345,9 +351,16 @@ class SqliteStore(SqliteRecords):
         limit: int,
         lease_seconds: float,
         exclude_hosts: Sequence[str] = (),
+        claimed_only: bool = False,
     ) -> list[Lease]:
         return await self._call(
-            self._acquire, run_id, worker_id, limit, lease_seconds, tuple(exclude_hosts)
+            self._acquire,
+            run_id,
+            worker_id,
+            limit,
+            lease_seconds,
+            tuple(exclude_hosts),
+            claimed_only,
         )
 
     def _acquire(
@@ -357,6 +370,7 @@ class SqliteStore(SqliteRecords):
         limit: int,
         lease_seconds: float,
         exclude_hosts: tuple[str, ...],
+        claimed_only: bool,
     ) -> list[Lease]:
         now = self._clock()
         token = secrets.randbits(62)
@@ -373,6 +387,7 @@ class SqliteStore(SqliteRecords):
                     "now": now,
                     "limit": limit,
                     "exclude_hosts": json.dumps(exclude_hosts),
+                    "claimed_only": claimed_only,
                 },
             ).fetchall()
             moved = len(rows) - reclaimed
@@ -418,7 +433,9 @@ class SqliteStore(SqliteRecords):
                     verdicts.append(ReportVerdict.LEASE_LOST)
                     continue
                 verdicts.append(ReportVerdict.ACCEPTED)
-                if state is TaskState.COMPLETED and report.records:
+                # Only with a final answer (completed, or failed for good): a retried
+                # attempt's records come again with the attempt that ends it.
+                if report.records and state is not TaskState.PENDING:
                     self._save_records(conn, run_id, report, now)
                 delta["assigned"] -= 1
                 delta[state.value] += 1
@@ -631,6 +648,12 @@ def _domain_from_row(row: sqlite3.Row) -> Domain:
         aliases=tuple(json.loads(row["aliases"])),
         first_seen_at=row["first_seen_at"],
         updated_at=row["updated_at"],
+        scope=row["scope"],
+        active=bool(row["active"]),
+        stale=bool(row["stale"]),
+        unreachable_streak=row["unreachable_streak"],
+        last_run_id=row["last_run_id"],
+        last_crawled_at=row["last_crawled_at"],
     )
 
 
@@ -655,6 +678,10 @@ def _run_from_row(row: sqlite3.Row) -> Run:
         status_reason=row["status_reason"],
         last_activity_at=row["last_activity_at"],
         seeded_at=row["seeded_at"],
+        heartbeat_at=row["heartbeat_at"],
+        supervisor_id=row["supervisor_id"],
+        crash_retries=row["crash_retries"],
+        scope=row["scope"],
     )
 
 
