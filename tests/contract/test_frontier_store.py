@@ -339,3 +339,15 @@ async def test_root_redirects_name_canonical_host_and_accumulate_aliases(store: 
     assert domain.canonical_host == "www.a.test"
     assert domain.aliases == ("a.test", "old-a.test")
     assert await store.get_domain("a.test") == domain
+
+
+async def test_per_host_caps_one_hosts_share_of_a_batch(store: Store) -> None:
+    run_id = await running_run(store)
+    # admission order puts all of a.test first, as a breadth-first crawl of one site does
+    await store.add_tasks(run_id, [task(n, "a.test") for n in range(20)])
+    await store.add_tasks(run_id, [task(n, "b.test") for n in range(3)])
+    leases = await store.acquire(run_id, worker_id="w", limit=6, lease_seconds=30, per_host=2)
+    assert sorted(lease.host for lease in leases) == ["a.test", "a.test", "b.test", "b.test"]
+    uncapped = await store.acquire(run_id, worker_id="w", limit=6, lease_seconds=30)
+    assert [lease.host for lease in uncapped] == ["a.test"] * 6
+    await assert_counters_match_tasks(store, run_id)

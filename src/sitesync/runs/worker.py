@@ -295,6 +295,7 @@ class CrawlWorker:
                     lease_seconds=options.lease_seconds,
                     exclude_hosts=self._hosts_to_skip(),
                     claimed_only=True,
+                    per_host=options.held_per_host if options.per_host_concurrency else None,
                 )
                 for lease in leases:
                     self._held[lease.host] += 1

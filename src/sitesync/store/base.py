@@ -58,10 +58,13 @@ class FrontierStore(Protocol):
         lease_seconds: float,
         exclude_hosts: Sequence[str] = (),
         claimed_only: bool = False,
+        per_host: int | None = None,
     ) -> list[Lease]:
         """Lease up to ``limit`` eligible PENDING tasks to ``worker_id``, highest priority first.
 
-        With ``claimed_only``, only tasks of hosts the worker holds a live claim on.
+        With ``claimed_only``, only tasks of hosts the worker holds a live claim on; with
+        ``per_host``, at most that many of any one host in this call (the rest of a host's
+        tasks wait, and other hosts' tasks fill the batch).
 
         In the same transaction, and first, every expired lease of the run goes back to
         PENDING. Each returned task had its ``attempt_count`` incremented. Tasks of

@@ -28,9 +28,14 @@ UPDATE claims SET expires_at = %(expires_at)s
 -- A host with nothing pending or leased needs no holder.
 DELETE FROM claims
  WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
+   -- Two probes, not one "state IN (...)": each is answered by a partial index, where
+   -- the combined one would walk every finished task of the run.
    AND NOT EXISTS (SELECT 1 FROM tasks
                     WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
-                      AND tasks.state IN ('pending', 'assigned'));
+                      AND tasks.state = 'pending')
+   AND NOT EXISTS (SELECT 1 FROM tasks
+                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
+                      AND tasks.state = 'assigned');
 
 -- name: count_hosts_with_work
 SELECT COUNT(DISTINCT host) AS n FROM tasks WHERE run_id = %(run_id)s AND state = 'pending';
@@ -128,9 +133,14 @@ ON CONFLICT (host) DO UPDATE
 -- Terminal statuses are never overwritten: only 'active' hosts move.
 UPDATE run_hosts SET status = 'exhausted', updated_at = %(now)s
  WHERE run_id = %(run_id)s AND status = 'active'
+   -- Two probes, not one "state IN (...)": each is answered by a partial index, where
+   -- the combined one would walk every finished task of the run.
    AND NOT EXISTS (SELECT 1 FROM tasks
                     WHERE tasks.run_id = run_hosts.run_id AND tasks.host = run_hosts.host
-                      AND tasks.state IN ('pending', 'assigned'));
+                      AND tasks.state = 'pending')
+   AND NOT EXISTS (SELECT 1 FROM tasks
+                    WHERE tasks.run_id = run_hosts.run_id AND tasks.host = run_hosts.host
+                      AND tasks.state = 'assigned');
 
 -- name: set_host_status
 INSERT INTO run_hosts (run_id, host, status, updated_at)

@@ -47,8 +47,23 @@ UPDATE tasks
        updated_at = %(now)s
  WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_expires_at <= %(now)s;
 
--- name: acquire
+-- name: acquire_candidates
+-- Eligible tasks in lease order; the store keeps at most per_host of each host.
 -- SKIP LOCKED: a row another transaction holds is passed over, never waited for.
+SELECT id, host FROM tasks
+ WHERE run_id = %(run_id)s
+   AND state = 'pending'
+   AND next_eligible_at <= %(now)s
+   AND host <> ALL(%(exclude_hosts)s::text[])
+   AND (NOT %(claimed_only)s
+        OR host IN (SELECT host FROM claims
+                     WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
+                       AND expires_at > %(now)s))
+ ORDER BY priority DESC, id
+ LIMIT %(scan)s
+   FOR UPDATE SKIP LOCKED;
+
+-- name: lease_tasks
 UPDATE tasks
    SET state = 'assigned',
        attempt_count = attempt_count + 1,
@@ -57,19 +72,7 @@ UPDATE tasks
        lease_expires_at = %(expires_at)s,
        last_heartbeat = %(now)s,
        updated_at = %(now)s
- WHERE id IN (
-        SELECT id FROM tasks
-         WHERE run_id = %(run_id)s
-           AND state = 'pending'
-           AND next_eligible_at <= %(now)s
-           AND host <> ALL(%(exclude_hosts)s::text[])
-           AND (NOT %(claimed_only)s
-                OR host IN (SELECT host FROM claims
-                             WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
-                               AND expires_at > %(now)s))
-         ORDER BY priority DESC, id
-         LIMIT %(limit)s
-           FOR UPDATE SKIP LOCKED)
+ WHERE id = ANY(%(ids)s::bigint[]) AND state = 'pending'
 RETURNING id, url, host, depth, attempt_count;
 
 -- name: move_counters

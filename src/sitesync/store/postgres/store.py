@@ -41,6 +41,7 @@ from sitesync.models import (
     TaskReport,
     TaskState,
 )
+from sitesync.store._rows import candidate_scan, pick_per_host
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import (
     Conn,
@@ -305,6 +306,7 @@ class PostgresStore(
         lease_seconds: float,
         exclude_hosts: Sequence[str] = (),
         claimed_only: bool = False,
+        per_host: int | None = None,
     ) -> list[Lease]:
         async def work(conn: Conn) -> list[Lease]:
             if await self._lock_run(conn, run_id) is None:
@@ -320,11 +322,13 @@ class PostgresStore(
                 "token": token,
                 "expires_at": expires_at,
                 "now": now,
-                "limit": limit,
+                "scan": candidate_scan(limit, per_host),
                 "exclude_hosts": list(exclude_hosts),
                 "claimed_only": claimed_only,
             }
-            rows = await (await conn.execute(_Q["acquire"], params)).fetchall()
+            candidates = await (await conn.execute(_Q["acquire_candidates"], params)).fetchall()
+            ids = pick_per_host(candidates, limit, per_host)
+            rows = await (await conn.execute(_Q["lease_tasks"], {**params, "ids": ids})).fetchall()
             moved = len(rows) - reclaimed
             if rows or reclaimed:
                 delta = counter_delta(run_id, now, pending=-moved, assigned=moved)

@@ -50,7 +50,21 @@ UPDATE tasks
        updated_at = :now
  WHERE run_id = :run_id AND state = 'assigned' AND lease_expires_at <= :now;
 
--- name: acquire
+-- name: acquire_candidates
+-- Eligible tasks in lease order; the store keeps at most per_host of each host.
+SELECT id, host FROM tasks
+ WHERE run_id = :run_id
+   AND state = 'pending'
+   AND next_eligible_at <= :now
+   AND host NOT IN (SELECT value FROM json_each(:exclude_hosts))
+   AND (NOT :claimed_only
+        OR host IN (SELECT host FROM claims
+                     WHERE run_id = :run_id AND worker_id = :worker_id
+                       AND expires_at > :now))
+ ORDER BY priority DESC, id
+ LIMIT :scan;
+
+-- name: lease_tasks
 UPDATE tasks
    SET state = 'assigned',
        attempt_count = attempt_count + 1,
@@ -59,18 +73,7 @@ UPDATE tasks
        lease_expires_at = :expires_at,
        last_heartbeat = :now,
        updated_at = :now
- WHERE id IN (
-        SELECT id FROM tasks
-         WHERE run_id = :run_id
-           AND state = 'pending'
-           AND next_eligible_at <= :now
-           AND host NOT IN (SELECT value FROM json_each(:exclude_hosts))
-           AND (NOT :claimed_only
-                OR host IN (SELECT host FROM claims
-                             WHERE run_id = :run_id AND worker_id = :worker_id
-                               AND expires_at > :now))
-         ORDER BY priority DESC, id
-         LIMIT :limit)
+ WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'pending'
 RETURNING id, url, host, depth, attempt_count;
 
 -- name: move_counters

@@ -35,12 +35,13 @@ from sitesync.models import (
     ReportVerdict,
     Run,
     RunConfig,
-    RunCounters,
     RunStatus,
     Task,
     TaskReport,
     TaskState,
 )
+from sitesync.store import _rows as _shared
+from sitesync.store._rows import candidate_scan, counter_delta, pick_per_host
 from sitesync.store._sql import load_migrations, load_queries
 from sitesync.store.sqlite.coordination import SqliteCoordination
 from sitesync.store.sqlite.overview import SqliteOverview
@@ -352,6 +353,7 @@ class SqliteStore(
         lease_seconds: float,
         exclude_hosts: Sequence[str] = (),
         claimed_only: bool = False,
+        per_host: int | None = None,
     ) -> list[Lease]:
         return await self._call(
             self._acquire,
@@ -361,6 +363,7 @@ class SqliteStore(
             lease_seconds,
             tuple(exclude_hosts),
             claimed_only,
+            per_host,
         )
 
     def _acquire(
@@ -371,30 +374,31 @@ class SqliteStore(
         lease_seconds: float,
         exclude_hosts: tuple[str, ...],
         claimed_only: bool,
+        per_host: int | None,
     ) -> list[Lease]:
         now = self._clock()
         token = secrets.randbits(62)
         expires_at = now + lease_seconds
         with self._write() as conn:
             reclaimed = conn.execute(_Q["reclaim_expired"], {"run_id": run_id, "now": now}).rowcount
-            rows = conn.execute(
-                _Q["acquire"],
-                {
-                    "run_id": run_id,
-                    "worker_id": worker_id,
-                    "token": token,
-                    "expires_at": expires_at,
-                    "now": now,
-                    "limit": limit,
-                    "exclude_hosts": json.dumps(exclude_hosts),
-                    "claimed_only": claimed_only,
-                },
-            ).fetchall()
+            params = {
+                "run_id": run_id,
+                "worker_id": worker_id,
+                "token": token,
+                "expires_at": expires_at,
+                "now": now,
+                "scan": candidate_scan(limit, per_host),
+                "exclude_hosts": json.dumps(exclude_hosts),
+                "claimed_only": claimed_only,
+            }
+            candidates = conn.execute(_Q["acquire_candidates"], params).fetchall()
+            ids = pick_per_host(candidates, limit, per_host)
+            rows = conn.execute(_Q["lease_tasks"], {**params, "ids": json.dumps(ids)}).fetchall()
             moved = len(rows) - reclaimed
             if rows or reclaimed:
                 conn.execute(
                     _Q["move_counters"],
-                    _counter_delta(run_id, now, pending=-moved, assigned=moved),
+                    counter_delta(run_id, now, pending=-moved, assigned=moved),
                 )
         leases = [
             Lease(
@@ -446,7 +450,7 @@ class SqliteStore(
                     delta["bytes_fetched"] += report.bytes_fetched
                 discovered.extend(report.discovered)
             if any(delta.values()):
-                conn.execute(_Q["move_counters"], _counter_delta(run_id, now, **delta))
+                conn.execute(_Q["move_counters"], counter_delta(run_id, now, **delta))
             self._admit(conn, run_id, discovered, now)
         return verdicts
 
@@ -525,7 +529,7 @@ class SqliteStore(
             if released:
                 conn.execute(
                     _Q["move_counters"],
-                    _counter_delta(run_id, now, pending=released, assigned=-released),
+                    counter_delta(run_id, now, pending=released, assigned=-released),
                 )
             return released
 
@@ -541,7 +545,7 @@ class SqliteStore(
             if released:
                 conn.execute(
                     _Q["move_counters"],
-                    _counter_delta(run_id, now, pending=released, assigned=-released),
+                    counter_delta(run_id, now, pending=released, assigned=-released),
                 )
             return released
 
@@ -614,25 +618,6 @@ def _task_rows(run_id: int, tasks: Sequence[NewTask], now: float) -> Iterator[di
         }
 
 
-def _counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
-    params: dict[str, Any] = dict.fromkeys(
-        (
-            "pending",
-            "assigned",
-            "completed",
-            "failed",
-            "pages_fetched",
-            "bytes_fetched",
-            "retries",
-        ),
-        0,
-    )
-    params.update(moves)
-    params["run_id"] = run_id
-    params["now"] = now
-    return params
-
-
 def _outcome_params(report: TaskReport) -> dict[str, Any]:
     return {
         "outcome": report.outcome,
@@ -642,67 +627,12 @@ def _outcome_params(report: TaskReport) -> dict[str, Any]:
 
 
 def _domain_from_row(row: sqlite3.Row) -> Domain:
-    return Domain(
-        host=row["host"],
-        canonical_host=row["canonical_host"],
-        aliases=tuple(json.loads(row["aliases"])),
-        first_seen_at=row["first_seen_at"],
-        updated_at=row["updated_at"],
-        scope=row["scope"],
-        active=bool(row["active"]),
-        stale=bool(row["stale"]),
-        unreachable_streak=row["unreachable_streak"],
-        last_run_id=row["last_run_id"],
-        last_crawled_at=row["last_crawled_at"],
-    )
+    return _shared.domain_from_row(row, aliases=json.loads(row["aliases"]))
 
 
 def _run_from_row(row: sqlite3.Row) -> Run:
-    return Run(
-        id=row["id"],
-        status=RunStatus(row["status"]),
-        config=RunConfig.from_json(json.loads(row["config"])),
-        counters=RunCounters(
-            tasks_total=row["tasks_total"],
-            pending=row["pending"],
-            assigned=row["assigned"],
-            completed=row["completed"],
-            failed=row["failed"],
-            pages_fetched=row["pages_fetched"],
-            bytes_fetched=row["bytes_fetched"],
-            retries=row["retries"],
-        ),
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        status_reason=row["status_reason"],
-        last_activity_at=row["last_activity_at"],
-        seeded_at=row["seeded_at"],
-        heartbeat_at=row["heartbeat_at"],
-        supervisor_id=row["supervisor_id"],
-        crash_retries=row["crash_retries"],
-        scope=row["scope"],
-    )
+    return _shared.run_from_row(row, config=json.loads(row["config"]))
 
 
 def _task_from_row(row: sqlite3.Row) -> Task:
-    return Task(
-        id=row["id"],
-        run_id=row["run_id"],
-        url=row["url"],
-        host=row["host"],
-        state=TaskState(row["state"]),
-        depth=row["depth"],
-        priority=row["priority"],
-        attempt_count=row["attempt_count"],
-        next_eligible_at=row["next_eligible_at"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=row["lease_expires_at"],
-        last_error=row["last_error"],
-        http_status=row["http_status"],
-        outcome=row["outcome"],
-        final_url=row["final_url"],
-        redirects=tuple(
-            (str(a), str(b), int(c)) for a, b, c in json.loads(row["redirects"] or "[]")
-        ),
-    )
+    return _shared.task_from_row(row, redirects=json.loads(row["redirects"] or "[]"))

@@ -1,0 +1,108 @@
+"""Rows into models, shared by both backends.
+
+The backends differ only in how a few columns arrive (JSON as text in SQLite, decoded
+``jsonb`` and arrays in PostgreSQL): each decodes those and passes them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from sitesync.models import Domain, Run, RunConfig, RunCounters, RunStatus, Task, TaskState
+
+_COUNTERS = (
+    "pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched", "retries",
+)  # fmt: skip
+
+
+class Row(Protocol):
+    """A database row readable by column name (sqlite3.Row, psycopg's dict rows)."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+def counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
+    """Parameters of the ``move_counters`` query: every counter, moved by ``moves``."""
+    params: dict[str, Any] = dict.fromkeys(_COUNTERS, 0)
+    params.update(moves)
+    params["run_id"] = run_id
+    params["now"] = now
+    return params
+
+
+def candidate_scan(limit: int, per_host: int | None) -> int:
+    """How many candidate rows to read for ``limit`` leases: more when hosts are capped,
+    so that a run whose first pending tasks all share one host still fills the batch."""
+    return limit if per_host is None else limit * 8
+
+
+def pick_per_host(candidates: Iterable[Row], limit: int, per_host: int | None) -> list[int]:
+    """Ids of the first ``limit`` candidates, at most ``per_host`` of any one host."""
+    picked: list[int] = []
+    taken: dict[str, int] = {}
+    for row in candidates:
+        host = row["host"]
+        if per_host is not None and taken.get(host, 0) >= per_host:
+            continue
+        taken[host] = taken.get(host, 0) + 1
+        picked.append(row["id"])
+        if len(picked) >= limit:
+            break
+    return picked
+
+
+def run_from_row(row: Row, *, config: Mapping[str, Any]) -> Run:
+    return Run(
+        id=row["id"],
+        status=RunStatus(row["status"]),
+        config=RunConfig.from_json(dict(config)),
+        counters=RunCounters(tasks_total=row["tasks_total"], **{c: row[c] for c in _COUNTERS}),
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        status_reason=row["status_reason"],
+        last_activity_at=row["last_activity_at"],
+        seeded_at=row["seeded_at"],
+        heartbeat_at=row["heartbeat_at"],
+        supervisor_id=row["supervisor_id"],
+        crash_retries=row["crash_retries"],
+        scope=row["scope"],
+    )
+
+
+def task_from_row(row: Row, *, redirects: Iterable[Sequence[Any]]) -> Task:
+    return Task(
+        id=row["id"],
+        run_id=row["run_id"],
+        url=row["url"],
+        host=row["host"],
+        state=TaskState(row["state"]),
+        depth=row["depth"],
+        priority=row["priority"],
+        attempt_count=row["attempt_count"],
+        next_eligible_at=row["next_eligible_at"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=row["lease_expires_at"],
+        last_error=row["last_error"],
+        http_status=row["http_status"],
+        outcome=row["outcome"],
+        final_url=row["final_url"],
+        redirects=tuple((str(a), str(b), int(c)) for a, b, c in redirects),
+    )
+
+
+def domain_from_row(row: Row, *, aliases: Iterable[str]) -> Domain:
+    return Domain(
+        host=row["host"],
+        canonical_host=row["canonical_host"],
+        aliases=tuple(aliases),
+        first_seen_at=row["first_seen_at"],
+        updated_at=row["updated_at"],
+        scope=row["scope"],
+        active=bool(row["active"]),
+        stale=bool(row["stale"]),
+        unreachable_streak=row["unreachable_streak"],
+        last_run_id=row["last_run_id"],
+        last_crawled_at=row["last_crawled_at"],
+    )
