@@ -180,3 +180,21 @@ def test_claims_release_and_cleanup_stale_from_the_cli(db_url: str) -> None:
     assert run.status is RunStatus.FAILED and "cleanup-stale" in (run.status_reason or "")
     fresh = cli(db_url, "runs", "cleanup-stale", "--yes")  # default 60 minutes: nothing
     assert "0 runs idle" in fresh.stdout
+
+
+def test_ctrl_c_while_paused_stops_the_run_cleanly(db_url: str) -> None:
+    site = LoopbackSite(SiteSpec(hosts=1, pages_per_host=400, delay=0.05)).start()
+    try:
+        crawl = sitesync("crawl", *site.root_urls, "--no-progress", settings=settings(db_url))
+        wait_for_progress(db_url, 3)
+        assert cli(db_url, "pause", "1").returncode == 0
+        wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "the pause to settle")
+        time.sleep(0.5)  # the crawl process is now waiting for resume
+        crawl.send_signal(signal.SIGINT)
+        _, err = crawl.communicate(timeout=30)
+        assert crawl.returncode == 130, err
+        assert "Traceback" not in err
+        run, counts, _ = read_run(db_url)
+        assert run.status is RunStatus.STOPPED and counts[TaskState.ASSIGNED] == 0
+    finally:
+        site.stop()

@@ -405,3 +405,28 @@ async def test_sitemaps_can_be_turned_off(site: LoopbackSite, tmp_path: Path) ->
     settings = fast_settings(tmp_path, sitemaps=False)
     await run_crawl(settings, CrawlRequest(seeds=tuple(site.root_urls)))
     assert requests_to(site, "/sitemap.xml") == []
+
+
+async def test_robots_behind_a_redirect_loop_allows_everything(
+    site: LoopbackSite, tmp_path: Path
+) -> None:
+    site.set_handler("/robots.txt", respond(302, Location="/robots.txt"))
+    task = await crawl_one(site, tmp_path, "/", respect_robots=True)
+    assert task.state is TaskState.COMPLETED and len(requests_to(site, "/")) == 1
+
+
+async def test_robots_with_no_answer_at_all_disallows_everything(
+    site: LoopbackSite, tmp_path: Path
+) -> None:
+    async def hang_up(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.abort()  # connection reset: no HTTP answer
+        return web.Response()
+
+    site.set_handler("/robots.txt", hang_up)
+    task = await crawl_one(
+        site, tmp_path, "/", respect_robots=True, max_retries=2, robots_recheck_seconds=0.2
+    )
+    assert task.state is TaskState.FAILED and task.outcome == "blocked"
+    assert (task.last_error or "").startswith("blocked: robots.txt unreachable")
+    assert requests_to(site, "/") == []

@@ -118,10 +118,15 @@ class RobotsCache:
         """Apply a fetch; return the (status, body) worth storing for other workers."""
         ok = 200 <= result.status < 300 and result.outcome is FetchOutcome.SUCCESS
         body = result.body[: self.max_bytes].decode("utf-8", errors="replace") if ok else None
+        if result.status == 0 and result.outcome is FetchOutcome.INVALID and result.redirects:
+            # RFC 9309 §2.3.1.2: robots.txt behind a redirect loop or too many redirects is
+            # "unavailable", like a 4xx: everything is allowed.
+            result = FetchResult(url=result.url, outcome=FetchOutcome.HTTP_ERROR, status=404)
         unreachable = result.status >= 500 or result.status == 0
         ttl = self.error_ttl if unreachable else self.ttl
-        # A 2xx whose body could not be used (too large, redirected away) allows all.
-        status = result.status if ok or result.status >= 300 else 404
+        # A 2xx whose body could not be used (too large, redirected away) allows all; no
+        # answer at all (status 0) stays 0: unreachable, everything disallowed for now.
+        status = result.status if ok or result.status >= 300 or unreachable else 404
         self._apply(entry, status, body, time.time() + ttl, error=result.error or result.outcome)
         return status, body
 

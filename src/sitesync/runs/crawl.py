@@ -169,13 +169,33 @@ async def _run_worker(
 
 
 async def _wait_while_paused(store: Store, run_id: int, poll: float) -> Run:
-    """A paused run keeps its state; this process waits for ``resume`` (or an end)."""
+    """A paused run keeps its state; this process waits for ``resume`` (or an end).
+
+    Ctrl-C or SIGTERM while waiting stops the run, as it would while crawling.
+    """
     run = await store.get_run(run_id)
-    if run.status is RunStatus.PAUSED:
-        log.warning("run %d paused: waiting for 'sitesync resume %d'", run_id, run_id)
-    while run.status is RunStatus.PAUSED:
-        await asyncio.sleep(poll)
-        run = await store.get_run(run_id)
+    if run.status is not RunStatus.PAUSED:
+        return run
+    log.warning("run %d paused: waiting for 'sitesync resume %d'", run_id, run_id)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            continue
+        installed.append(sig)
+    try:
+        while run.status is RunStatus.PAUSED and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll)
+            run = await store.get_run(run_id)
+        if stop.is_set() and run.status is RunStatus.PAUSED:
+            run = await store.transition_run(run_id, RunStatus.STOPPED, reason="stopped by user")
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
     return run
 
 
