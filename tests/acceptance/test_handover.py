@@ -3,6 +3,7 @@ learned (Retry-After, robots.txt), on each backend."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 
@@ -10,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from sitesync.models import RunStatus
+from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
 from tests.acceptance._cli import read_run, sitesync
 
@@ -24,6 +26,21 @@ def settings(db: str) -> dict[str, str]:
         "lease_seconds": "2", "claim_seconds": "4", "heartbeat_seconds": "0.3",
         "total_timeout": "2", "respect_robots": "true", "sitemaps": "false",
     }  # fmt: skip
+
+
+def wait_for_stored_pause(db: str, host: str) -> None:
+    async def paused() -> bool:
+        store = await open_store(db)
+        try:
+            state = await store.get_host_state(host)
+        finally:
+            await store.close()
+        return state is not None and state.paused_until > time.time()
+
+    deadline = time.monotonic() + 20
+    while not asyncio.run(paused()):
+        assert time.monotonic() < deadline, "the first worker never stored the pause"
+        time.sleep(0.05)
 
 
 def test_retry_after_and_robots_pass_to_the_next_worker(db_url: str) -> None:
@@ -49,6 +66,8 @@ def test_retry_after_and_robots_pass_to_the_next_worker(db_url: str) -> None:
             assert time.monotonic() < deadline, "the 429 never came"
             time.sleep(0.02)
         [refused] = [r for r in site.requests if r.path == "/p/1.html"]
+        # the first worker has read the 429 (the server logs it before the client reads it)
+        wait_for_stored_pause(db_url, site.hosts[0])
         first.send_signal(signal.SIGINT)  # graceful: releases its claim at once
         _, err = first.communicate(timeout=20)
         assert first.returncode == 130, err

@@ -277,6 +277,11 @@ class CrawlWorker:
         with contextlib.suppress(Exception):
             await self.store.flush_host_stats(self.run_id, final=self._exit is WorkerExit.DRAINED)
         with contextlib.suppress(Exception):
+            # A pause learned just before a stop must outlive this worker: the next holder
+            # of the host reads it from the store.
+            for host in self._limiter.paused_hosts():
+                await self.store.save_host_pause(host, until=self._limiter.paused_until(host))
+        with contextlib.suppress(Exception):
             await self.claims.release_all()
             await self.store.stop_worker(self.worker_id)
 
