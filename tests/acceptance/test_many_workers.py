@@ -95,7 +95,7 @@ def assert_host_counters_exact(db: str) -> None:
 
 
 def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
-    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=60, delay=0.05)).start()
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=150, delay=0.05)).start()
     try:
         workers = start_workers(db_url, site, 4)
         for proc in workers:
@@ -112,7 +112,7 @@ def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
 
 def test_chaos_sigkill_random_workers_until_done(db_url: str) -> None:
     rng = random.Random()
-    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=50, delay=0.03)).start()
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=150, delay=0.05)).start()
     workers: list[subprocess.Popen[str]] = []
     try:
         workers = start_workers(db_url, site, 3)
@@ -127,6 +127,7 @@ def test_chaos_sigkill_random_workers_until_done(db_url: str) -> None:
             victim.communicate(timeout=10)
             kills += 1
             workers.append(new_worker(db_url))
+        assert kills >= 2, "the run finished before the chaos started"
         for proc in workers:
             if proc.returncode is None:
                 _, err = proc.communicate(timeout=120)
