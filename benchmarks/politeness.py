@@ -26,7 +26,8 @@ from aiohttp import web
 
 from sitesync.testing import LoopbackSite, SiteSpec
 
-BASE = ["--no-progress", "--no-robots", "--no-sitemaps"]
+# The site is on loopback, which crawls refuse unless it is opened.
+BASE = ["--no-progress", "--no-robots", "--no-sitemaps", "--allow-network", "127.0.0.0/8"]
 
 
 def run_crawl(args: list[str], db: Path) -> tuple[float, float]:

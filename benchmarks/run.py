@@ -69,6 +69,8 @@ def child_env() -> dict[str, str]:
     # The built-in plugins, as users run them: the dev extra also installs the test suite's
     # example plugin, which would add its records to every page measured.
     env.setdefault("SITESYNC_PLUGINS", "page,links,navigation,assets")
+    # The generated site is on loopback, which crawls refuse unless it is opened.
+    env.setdefault("SITESYNC_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
     return env
 
 

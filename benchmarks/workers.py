@@ -65,6 +65,8 @@ src_dir = REPO / "src"
 def base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
     env["PYTHONPATH"] = str(src_dir)
+    # The site is on loopback, which crawls refuse unless it is opened.
+    env["SITESYNC_ALLOWED_NETWORKS"] = "127.0.0.0/8,::1/128"
     return env
 
 

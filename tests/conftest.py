@@ -9,10 +9,24 @@ import pytest
 from sitesync.store.base import Store
 from sitesync.store.postgres.store import PostgresStore
 from sitesync.store.sqlite.store import SqliteStore
-from sitesync.testing import LoopbackSite, SiteSpec
+from sitesync.testing import LOOPBACK_NETWORKS, LoopbackSite, SiteSpec
 from tests import _postgres
 
 BACKENDS = ["sqlite", "postgres"]
+
+#: Crawls refuse loopback and other non-public addresses by default (issue 11), and every test
+#: site is a loopback server: the whole session opens loopback through this variable, which
+#: in-process Settings read and CLI subprocesses inherit (tests/acceptance/_cli.py keeps it).
+#: A fetcher built by hand takes ``network=sitesync.testing.OPEN_LOOPBACK`` instead. Tests of
+#: the safe default remove it (``monkeypatch.delenv(OPEN_NETWORKS_ENV)``).
+OPEN_NETWORKS_ENV = "SITESYNC_ALLOWED_NETWORKS"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def open_loopback() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(OPEN_NETWORKS_ENV, ",".join(LOOPBACK_NETWORKS))
+        yield
 
 
 @pytest.fixture(scope="session")

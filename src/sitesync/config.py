@@ -18,6 +18,7 @@ from pydantic_settings import (
 from sitesync.errors import ConfigError
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import DEFAULT_USER_AGENT
+from sitesync.fetch.netpolicy import NetworkPolicy, parse_networks
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
 from sitesync.runs.worker import WorkerOptions
@@ -140,6 +141,16 @@ class Settings(BaseSettings):
     max_redirects: int = Field(10, ge=0)
     """Redirects followed per request before it ends as ``invalid``."""
 
+    allow_private_networks: bool = False
+    """Let requests connect to every non-public address: loopback, private (RFC 1918, RFC 4193),
+    link-local, shared, reserved (flag: ``--allow-private-networks``). Off: such requests end as
+    ``forbidden_address``. Only for intranet crawls; prefer ``allowed_networks``."""
+
+    allowed_networks: Annotated[list[str], NoDecode] = []
+    """Non-public networks requests may connect to, as CIDRs (flag: ``--allow-network CIDR``,
+    repeatable; comma-separated in the environment), e.g. ``10.1.0.0/16``. Public addresses
+    need no opening."""
+
     plugins: Annotated[tuple[str, ...] | None, NoDecode] = None
     """Plugins to run, by entry-point name (``sitesync plugins`` lists them; comma-separated
     in the environment). Unset: every plugin found; empty: none."""
@@ -195,6 +206,16 @@ class Settings(BaseSettings):
             return tuple(name.strip() for name in value.split(",") if name.strip())
         return value
 
+    @field_validator("allowed_networks", mode="before")
+    @classmethod
+    def _split_networks(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from the environment: "10.0.0.0/8,fd00::/8"
+            value = [part for part in value.split(",") if part.strip()]
+        if isinstance(value, list | tuple):
+            value = [str(part).strip() for part in value]
+            parse_networks(value)  # a ValueError names the bad entry
+        return value
+
     @field_validator("scan_cadence")
     @classmethod
     def _check_cadence(cls, value: str) -> str:
@@ -246,6 +267,13 @@ class Settings(BaseSettings):
             init_settings,
             env_settings,
             TomlConfigSettingsSource(settings_cls, toml_file=toml_file),
+        )
+
+    def network_policy(self) -> NetworkPolicy:
+        """Which addresses requests may connect to (every fetcher of a worker uses it)."""
+        return NetworkPolicy(
+            allow_private=self.allow_private_networks,
+            allowed=parse_networks(self.allowed_networks),
         )
 
     def fetch_limits(self) -> FetchLimits:

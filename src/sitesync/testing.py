@@ -41,7 +41,11 @@ from types import TracebackType
 
 from aiohttp import web
 
+from sitesync.fetch.netpolicy import NetworkPolicy
+
 __all__ = [
+    "LOOPBACK_NETWORKS",
+    "OPEN_LOOPBACK",
     "OUT_OF_SCOPE_IPS",
     "Handler",
     "LoopbackSite",
@@ -53,6 +57,11 @@ __all__ = [
 ]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: Loopback, which crawls refuse by default: tests and benchmarks crawling a LoopbackSite open it
+#: (``allowed_networks`` / ``SITESYNC_ALLOWED_NETWORKS``, or ``OPEN_LOOPBACK`` for a fetcher).
+LOOPBACK_NETWORKS: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+OPEN_LOOPBACK = NetworkPolicy.opening(*LOOPBACK_NETWORKS)
 
 #: Loopback addresses the site links to but never listens on: a scoped crawler must not fetch them.
 OUT_OF_SCOPE_IPS: tuple[str, ...] = tuple(f"127.0.0.{i}" for i in range(250, 255))

@@ -9,12 +9,15 @@ from pathlib import Path
 from sitesync.models import Run, Task, TaskState
 from sitesync.store import open_store
 
+#: Settings the test session sets for every process: loopback opened (see tests/conftest.py).
+KEPT = frozenset({"SITESYNC_ALLOWED_NETWORKS"})
+
 
 def sitesync(
     *args: str, settings: dict[str, str] | None = None, **popen: object
 ) -> subprocess.Popen[str]:
     """Start the real CLI in a subprocess, as a user would (``settings`` as SITESYNC_*)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
     env.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
     return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
         [sys.executable, "-m", "sitesync", *args],

@@ -19,7 +19,7 @@ from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
 from sitesync.runs.scans import schedule_scan, start_due_scans
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import sitesync
+from tests.acceptance._cli import KEPT, sitesync
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def test_scans_started_at_once_from_several_processes_create_one_run(
     import_domains(db_url, tmp_path, "fr", ["a.example", "b.example"])
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", AT_THE_SAME_TIME, str(barrier), str(n), "3",

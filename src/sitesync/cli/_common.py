@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -20,6 +20,29 @@ DbOption = Annotated[
         show_default=False,
     ),
 ]
+
+AllowPrivateNetworksOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-private-networks",
+        help="Let requests reach loopback, private and other non-public addresses.",
+        show_default=False,
+    ),
+]
+AllowNetworkOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-network",
+        metavar="CIDR",
+        help="Let requests reach this non-public network, e.g. 10.1.0.0/16 (repeatable).",
+        show_default=False,
+    ),
+]
+
+
+def network_overrides(allow_private: bool | None, networks: list[str] | None) -> dict[str, Any]:
+    """The network settings the flags give (None: not given, the environment decides)."""
+    return {"allow_private_networks": allow_private, "allowed_networks": networks or None}
 
 
 def with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:

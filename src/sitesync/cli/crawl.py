@@ -13,7 +13,12 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sitesync.cli._common import DbOption
+from sitesync.cli._common import (
+    AllowNetworkOption,
+    AllowPrivateNetworksOption,
+    DbOption,
+    network_overrides,
+)
 from sitesync.cli.runs import run_table
 from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
@@ -108,6 +113,8 @@ def crawl_command(
         bool | None,
         typer.Option("--strict-plugins", help="Refuse to crawl if a plugin fails to load."),
     ] = None,
+    allow_private_networks: AllowPrivateNetworksOption = None,
+    allow_network: AllowNetworkOption = None,
     queue: Annotated[
         bool, typer.Option("--queue", help="Only create the run, queued for 'sitesync supervise'.")
     ] = False,
@@ -143,6 +150,7 @@ def crawl_command(
         max_body_bytes=max_body_bytes,
         plugins=plugins,
         strict_plugins=strict_plugins,
+        **network_overrides(allow_private_networks, allow_network),
     )
     if not seeds and resume is None:
         raise ConfigError("give at least one seed URL, or --resume RUN_ID")
@@ -199,6 +207,8 @@ def worker_command(
         bool | None,
         typer.Option("--worker-id-header/--no-worker-id-header", help="Send X-Sitesync-Worker."),
     ] = None,
+    allow_private_networks: AllowPrivateNetworksOption = None,
+    allow_network: AllowNetworkOption = None,
     progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = False,
     summary_json: Annotated[
         Path | None, typer.Option(help="Also write the final counters to this JSON file.")
@@ -220,6 +230,7 @@ def worker_command(
         heartbeat_seconds=heartbeat_seconds,
         total_timeout=timeout,
         worker_id_header=worker_id_header,
+        **network_overrides(allow_private_networks, allow_network),
     )
     request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
     crawl_and_report(settings, request, progress=progress, summary_json=summary_json)

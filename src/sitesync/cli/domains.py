@@ -21,10 +21,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sitesync.cli._common import DbOption, with_store
+from sitesync.cli._common import (
+    AllowNetworkOption,
+    AllowPrivateNetworksOption,
+    DbOption,
+    network_overrides,
+    with_store,
+)
 from sitesync.cli.crawl import crawl_and_report
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError, InvalidURL, ScanConflict
+from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
 from sitesync.models import Domain, Schedule
 from sitesync.runs.crawl import CrawlRequest
 from sitesync.runs.scans import schedule_scan, start_scan
@@ -51,12 +58,17 @@ class DomainList:
 
     hosts: list[str] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
 
     def add(self, line: int, raw: str) -> None:
         try:
             host = normalize_domain(raw)
         except InvalidURL as exc:
             self.problems.append((line, f"{raw.strip()!r}: {exc}"))
+            return
+        refused = _refused_literal(host, self.network)
+        if refused is not None:
+            self.problems.append((line, f"{raw.strip()!r}: {refused}"))
             return
         if host not in self.hosts:
             self.hosts.append(host)
@@ -79,14 +91,24 @@ def normalize_domain(raw: str) -> str:
         raise InvalidURL(str(exc).removesuffix(f": {url!r}")) from None
 
 
-def read_domain_list(text: str) -> DomainList:
+def _refused_literal(host: str, network: NetworkPolicy) -> str | None:
+    """Why an IP-literal entry may not be registered (a non-public address not opened)."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    ip = parse_address(name)
+    refused = network.refusal(ip) if ip is not None else None
+    return None if refused is None else str(refused.strerror)
+
+
+def read_domain_list(text: str, network: NetworkPolicy | None = None) -> DomainList:
     """Parse a domain file: CSV when its first line has a comma or is just a column name
-    (``domain``, ``host``, ``url``), else one entry per line."""
+    (``domain``, ``host``, ``url``), else one entry per line. IP literals ``network`` refuses
+    (by default every non-public address) are bad lines."""
+    network = network or NetworkPolicy()
     lines = text.splitlines()
     first = next((line.strip() for line in lines if _is_entry(line)), "")
     if "," in first or first.lower() in _COLUMNS:
-        return _read_csv(text)
-    found = DomainList()
+        return _read_csv(text, network)
+    found = DomainList(network=network)
     for number, line in enumerate(lines, start=1):
         if _is_entry(line):
             found.add(number, line)
@@ -98,10 +120,10 @@ def _is_entry(line: str) -> bool:
     return bool(stripped) and not stripped.startswith("#")
 
 
-def _read_csv(text: str) -> DomainList:
+def _read_csv(text: str, network: NetworkPolicy) -> DomainList:
     reader = csv.reader(io.StringIO(text))
     column: int | None = None  # of the domain in each row, once the header is read
-    found = DomainList()
+    found = DomainList(network=network)
     for row in reader:
         if not any(cell.strip() for cell in row) or row[0].strip().startswith("#"):
             continue
@@ -142,11 +164,14 @@ def import_command(
     file: Annotated[str, typer.Argument(help="CSV or plain list of domains; '-' = stdin.")],
     scope: Annotated[str, typer.Option("--scope", help="Scope to register them in.")],
     db: DbOption = None,
+    allow_private_networks: AllowPrivateNetworksOption = None,
+    allow_network: AllowNetworkOption = None,
 ) -> None:
     """Register domains in a scope (new ones active; known ones move to the scope and
-    become active again). Bad lines are reported by number and skipped."""
-    settings = load_settings(db=db)
-    found = read_domain_list(_read_file(file))
+    become active again). Bad lines are reported by number and skipped; so are IP literals
+    of non-public networks that are not opened (--allow-network, --allow-private-networks)."""
+    settings = load_settings(db=db, **network_overrides(allow_private_networks, allow_network))
+    found = read_domain_list(_read_file(file), settings.network_policy())
     for line, problem in found.problems:
         err_console.print(f"[yellow]line {line}:[/] {problem}", highlight=False, soft_wrap=True)
     if not found.hosts:
@@ -215,13 +240,15 @@ def scan_command(
     ] = False,
     db: DbOption = None,
     progress: Annotated[bool, typer.Option(help="With --now: show a live progress bar.")] = True,
+    allow_private_networks: AllowPrivateNetworksOption = None,
+    allow_network: AllowNetworkOption = None,
 ) -> None:
     """Start a scan of a scope's active domains: a queued run that 'sitesync supervise' (or
     'sitesync worker --run ID') crawls, or this process with --now.
 
     A scope has at most one active run: if it has one, this names it and exits with code 3.
     """
-    settings = load_settings(db=db)
+    settings = load_settings(db=db, **network_overrides(allow_private_networks, allow_network))
     try:
         run = with_store(settings.db, lambda store: start_scan(store, scope, settings))
     except ScanConflict as exc:

@@ -13,7 +13,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from sitesync.cli._common import DbOption
+from sitesync.cli._common import (
+    AllowNetworkOption,
+    AllowPrivateNetworksOption,
+    DbOption,
+    network_overrides,
+)
 from sitesync.config import Settings, load_settings
 from sitesync.runs.supervisor import ScanStarter, Supervisor, SupervisorOptions
 from sitesync.store import Store, open_store
@@ -39,6 +44,8 @@ def supervise_command(
         int | None, typer.Option(help="Re-queues of a crashed run before failing it. [3]")
     ] = None,
     once: Annotated[bool, typer.Option(help="Do one round and exit (for cron).")] = False,
+    allow_private_networks: AllowPrivateNetworksOption = None,
+    allow_network: AllowNetworkOption = None,
 ) -> None:
     """Start workers for queued runs (and scheduled scans), heartbeat them, and recover
     runs whose heartbeat stopped. Several supervisors may share one store."""
@@ -50,6 +57,7 @@ def supervise_command(
         watchdog_seconds=watchdog,
         stale_run_seconds=stale_after,
         max_crash_retries=max_crash_retries,
+        **network_overrides(allow_private_networks, allow_network),
     )
     asyncio.run(_supervise(settings, once=once))
 
@@ -67,7 +75,7 @@ async def _supervise(settings: Settings, *, once: bool) -> None:
             watchdog=settings.watchdog_seconds,
             stale_after=settings.stale_run_seconds,
             max_crash_retries=settings.max_crash_retries,
-            worker_env={"SITESYNC_DB": settings.db},
+            worker_env={"SITESYNC_DB": settings.db, **_network_env(settings)},
         ),
         start_due_scans=_scan_starter(settings),
     )
@@ -79,6 +87,14 @@ async def _supervise(settings: Settings, *, once: bool) -> None:
         await supervisor.run(once=once)
     finally:
         await store.close()
+
+
+def _network_env(settings: Settings) -> dict[str, str]:
+    """The networks opened to this supervisor (flags included) are opened to its workers."""
+    return {
+        "SITESYNC_ALLOW_PRIVATE_NETWORKS": "true" if settings.allow_private_networks else "false",
+        "SITESYNC_ALLOWED_NETWORKS": ",".join(settings.allowed_networks),
+    }
 
 
 def _scan_starter(settings: Settings) -> ScanStarter:

@@ -23,6 +23,9 @@ class FetchOutcome(enum.StrEnum):
     TOO_LARGE = "too_large"  # body over ``max_body_bytes`` (after decompression)
     REDIRECT_NOT_FOLLOWED = "redirect_not_followed"  # to an out-of-scope or non-HTTP URL
     INVALID = "invalid"  # redirect loop or limit, truncated body, binary as text, bad URL
+    # A non-public address the network policy refuses (loopback, private, link-local, ...);
+    # never retried: the address will not become allowed by asking again.
+    FORBIDDEN_ADDRESS = "forbidden_address"
 
 
 @dataclass(frozen=True, slots=True)

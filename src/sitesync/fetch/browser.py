@@ -64,6 +64,7 @@ from sitesync.fetch.base import (
     parse_retry_after,
 )
 from sitesync.fetch.http import DEFAULT_USER_AGENT
+from sitesync.fetch.netpolicy import NetworkPolicy
 from sitesync.urls import normalize_url, resolve_link
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ class BrowserFetcher:
         max_pages: int = 4,
         settle_ms: int = 500,
         extra_args: tuple[str, ...] = (),
+        network: NetworkPolicy | None = None,
     ) -> None:
         if max_pages < 1 or settle_ms < 0:
             raise ConfigError("BrowserFetcher needs max_pages >= 1 and settle_ms >= 0")
@@ -274,6 +276,7 @@ class BrowserFetcher:
         self.user_agent = user_agent
         self.executable_path = executable_path
         self.settle_ms = settle_ms
+        self.network = network or NetworkPolicy()
         self._args = (*CHROMIUM_ARGS, *extra_args)
         self._pages = asyncio.Semaphore(max_pages)
         self._launching = asyncio.Lock()

@@ -23,6 +23,7 @@ from sitesync.fetch.base import (
     RedirectHop,
     parse_retry_after,
 )
+from sitesync.fetch.netpolicy import GuardedResolver, NetworkPolicy, forbidden_cause
 from sitesync.urls import resolve_link
 
 DEFAULT_USER_AGENT = "sitesync/0.1 (+https://github.com/sitesync/sitesync)"
@@ -41,18 +42,27 @@ class HttpFetcher:
         user_agent: str = DEFAULT_USER_AGENT,
         max_connections: int = 100,
         extra_headers: dict[str, str] | None = None,
+        network: NetworkPolicy | None = None,
     ) -> None:
         self.limits = limits or FetchLimits()
+        # Unless opened, non-public addresses are refused (fetch/netpolicy.py).
+        self.network = network or NetworkPolicy()
         self._headers = {"User-Agent": user_agent, **(extra_headers or {})}
         self.user_agent = user_agent
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._resolver: GuardedResolver | None = None
 
     async def __aenter__(self) -> HttpFetcher:
+        self._resolver = GuardedResolver(self.network)
         connector = aiohttp.TCPConnector(
             limit=self._max_connections,
             limit_per_host=0,  # per-host politeness is the worker's job, not the pool's
             ttl_dns_cache=300,
+            # Every connection, to a resolved name or an IP literal, is checked on the
+            # address it is about to connect to: DNS rebinding cannot slip past it.
+            resolver=self._resolver,
+            socket_factory=self.network.socket_factory,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -69,6 +79,9 @@ class HttpFetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._resolver is not None:  # the connector closes only resolvers it made
+            await self._resolver.close()
+            self._resolver = None
 
     async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         started = time.monotonic()
@@ -130,6 +143,10 @@ class HttpFetcher:
         except aiohttp.ServerTimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out waiting for the server", started)
         except aiohttp.ClientConnectorError as exc:
+            refused = forbidden_cause(exc)
+            if refused is not None:
+                error = str(refused.strerror)
+                return _failed(url, FetchOutcome.FORBIDDEN_ADDRESS, error, started)
             return _failed(url, FetchOutcome.UNREACHABLE, f"cannot connect: {exc}", started)
         except (aiohttp.ClientError, OSError) as exc:
             reason = str(exc) or type(exc).__name__

@@ -122,6 +122,10 @@ class RobotsCache:
             # RFC 9309 §2.3.1.2: robots.txt behind a redirect loop or too many redirects is
             # "unavailable", like a 4xx: everything is allowed.
             result = FetchResult(url=result.url, outcome=FetchOutcome.HTTP_ERROR, status=404)
+        if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS:
+            # Refused by the network policy (it, or a redirect of it): no answer will come,
+            # so "unavailable". Every page request is checked the same way anyway.
+            result = FetchResult(url=result.url, outcome=FetchOutcome.HTTP_ERROR, status=404)
         unreachable = result.status >= 500 or result.status == 0
         ttl = self.error_ttl if unreachable else self.ttl
         # A 2xx whose body could not be used (too large, redirected away) allows all; no

@@ -99,6 +99,7 @@ async def crawl(
         user_agent=settings.user_agent,
         max_connections=settings.concurrency,
         extra_headers=extra_headers,
+        network=settings.network_policy(),
     )
     if fetcher is None and settings.fetcher == "browser":
         from sitesync.fetch.browser import BrowserFetcher
@@ -108,6 +109,7 @@ async def crawl(
             user_agent=settings.user_agent,
             executable_path=settings.browser_executable,
             max_pages=settings.browser_pages,
+            network=settings.network_policy(),
         )
     store.max_stored_body_bytes = settings.max_stored_body_bytes
     plugins = await _build_plugins(store, run, settings)

@@ -114,7 +114,9 @@ class AssetDownloader:
     def __init__(self, settings: Settings) -> None:
         limits = replace(settings.fetch_limits(), max_body_bytes=settings.max_asset_bytes)
         self.max_bytes = settings.max_asset_bytes
-        self._fetcher = HttpFetcher(limits=limits, user_agent=settings.user_agent)
+        self._fetcher = HttpFetcher(
+            limits=limits, user_agent=settings.user_agent, network=settings.network_policy()
+        )
         # Its own limiter: the crawl's is the worker's; a host may see both (docs/plugins.md).
         self._limiter = HostLimiter(
             concurrency=settings.per_host_concurrency,

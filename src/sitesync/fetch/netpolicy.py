@@ -1,0 +1,216 @@
+"""Which addresses a crawl may connect to: public ones, and the private ones opened.
+
+Crawled pages and catalogue entries are untrusted: a redirect, a robots.txt, a sitemap, an
+``<img src>`` or a script may point at ``127.0.0.1``, ``169.254.169.254`` (cloud metadata)
+or an intranet host. By default every address that is not globally routable is refused:
+loopback, private (RFC 1918, RFC 4193), link-local, shared (100.64/10), multicast,
+unspecified and reserved, including the IPv6 forms that embed an IPv4 address
+(``::ffff:127.0.0.1``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``).
+
+The check is made on the address actually connected to (:meth:`NetworkPolicy.socket_factory`,
+called by aiohttp right before each connect), so a name that resolves to a public address
+when checked and to a private one when used (DNS rebinding) is refused all the same.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+OPEN_HINT = "open it with allowed_networks or allow_private_networks"
+
+_V4_RANGES: tuple[tuple[str, str], ...] = (
+    ("0.0.0.0/8", "unspecified"),
+    ("127.0.0.0/8", "loopback"),
+    ("10.0.0.0/8", "private"),
+    ("172.16.0.0/12", "private"),
+    ("192.168.0.0/16", "private"),
+    ("169.254.0.0/16", "link-local"),
+    ("100.64.0.0/10", "shared"),
+    ("224.0.0.0/4", "multicast"),
+)
+_V6_RANGES: tuple[tuple[str, str], ...] = (
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("fc00::/7", "private"),
+    ("fec0::/10", "private"),  # site-local: deprecated, still routed inside sites
+    ("fe80::/10", "link-local"),
+    ("ff00::/8", "multicast"),
+)
+_NAMED = tuple((ipaddress.ip_network(cidr), name) for cidr, name in (*_V4_RANGES, *_V6_RANGES))
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_SIXTOFOUR = ipaddress.IPv6Network("2002::/16")
+
+
+class ForbiddenAddress(OSError):
+    """A connection to an address the network policy refuses.
+
+    An ``OSError`` (with errno EACCES) so that aiohttp and aiohappyeyeballs carry it through
+    their connect paths as the reason the connection failed.
+    """
+
+    def __init__(self, address: str, kind: str) -> None:
+        self.address = address
+        self.kind = kind
+        super().__init__(errno.EACCES, f"{address} is a {kind} address ({OPEN_HINT})")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for, if it embeds one."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    return None
+
+
+def address_kind(ip: IPAddress) -> str | None:
+    """What kind of non-public address ``ip`` is ("loopback", "private", ...); None if public."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = embedded_ipv4(ip)
+        if inner is not None:
+            kind = address_kind(inner)
+            return None if kind is None else f"{kind} (IPv4 embedded in IPv6)"
+    for network, name in _NAMED:
+        if ip.version == network.version and ip in network:
+            return name
+    if not ip.is_global:
+        return "reserved"  # documentation, benchmarking, 240/4, IETF protocol ranges, ...
+    return None
+
+
+def parse_networks(entries: Iterable[str]) -> tuple[IPNetwork, ...]:
+    """CIDRs (or bare addresses) as networks; a ``ValueError`` names the bad entry."""
+    networks = []
+    for entry in entries:
+        text = entry.strip().strip("[]")
+        try:
+            networks.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP network in CIDR form") from None
+    return tuple(networks)
+
+
+def parse_address(host: str) -> IPAddress | None:
+    """``host`` as an IP address (IPv6 brackets and zone ids allowed); None for a name."""
+    text = host.strip().strip("[]").split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkPolicy:
+    """Public addresses always; non-public ones only when opened (all, or by network)."""
+
+    allow_private: bool = False
+    allowed: tuple[IPNetwork, ...] = ()
+
+    @classmethod
+    def opening(cls, *cidrs: str) -> NetworkPolicy:
+        """A policy that opens these networks (and keeps the rest closed)."""
+        return cls(allowed=parse_networks(cidrs))
+
+    def refusal(self, ip: IPAddress) -> ForbiddenAddress | None:
+        """Why a connection to ``ip`` is refused, or None when it may go ahead."""
+        kind = address_kind(ip)
+        if kind is None or self.allow_private or self._opened(ip):
+            return None
+        return ForbiddenAddress(str(ip), kind)
+
+    def check(self, ip: IPAddress) -> None:
+        refused = self.refusal(ip)
+        if refused is not None:
+            raise refused
+
+    def socket_factory(self, addr_info: tuple[Any, ...]) -> socket.socket:
+        """aiohttp's ``TCPConnector(socket_factory=...)``: a socket, only for a permitted
+        address. Called with the resolved address right before connecting, for names and
+        IP literals alike."""
+        family, type_, proto, _, sockaddr = addr_info
+        ip = parse_address(str(sockaddr[0]))
+        if ip is None:  # never happens with resolved addresses; refuse rather than guess
+            raise ForbiddenAddress(str(sockaddr[0]), "unparsable")
+        self.check(ip)
+        return socket.socket(family=family, type=type_, proto=proto)
+
+    def _opened(self, ip: IPAddress) -> bool:
+        forms: list[IPAddress] = [ip]
+        if isinstance(ip, ipaddress.IPv6Address) and (inner := embedded_ipv4(ip)) is not None:
+            forms.append(inner)
+        return any(
+            form.version == net.version and form in net for form in forms for net in self.allowed
+        )
+
+
+class GuardedResolver(AbstractResolver):
+    """The default resolver, minus the addresses the policy refuses.
+
+    Not the guard itself (that is :meth:`NetworkPolicy.socket_factory`, on the address
+    connected to): it lets a name with both public and refused addresses connect to the
+    public ones, and a name with only refused ones fail with :class:`ForbiddenAddress`.
+    """
+
+    def __init__(self, policy: NetworkPolicy) -> None:
+        self._policy = policy
+        self._inner = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        resolved = await self._inner.resolve(host, port, family)
+        kept: list[ResolveResult] = []
+        first_refusal: ForbiddenAddress | None = None
+        for entry in resolved:
+            ip = parse_address(entry["host"])
+            refused = self._policy.refusal(ip) if ip is not None else None
+            if refused is None:
+                kept.append(entry)
+            elif first_refusal is None:
+                first_refusal = refused
+        if not kept and first_refusal is not None:
+            raise ForbiddenAddress(f"{host} ({first_refusal.address})", first_refusal.kind)
+        return kept
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def forbidden_cause(exc: BaseException) -> ForbiddenAddress | None:
+    """The :class:`ForbiddenAddress` behind an aiohttp connection error, if that was why."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ForbiddenAddress):
+            return current
+        seen.add(id(current))
+        os_error = getattr(current, "os_error", None)
+        if isinstance(os_error, ForbiddenAddress):
+            return os_error
+        current = current.__cause__ or current.__context__
+    return None
+
+
+__all__ = [
+    "ForbiddenAddress",
+    "GuardedResolver",
+    "NetworkPolicy",
+    "address_kind",
+    "embedded_ipv4",
+    "forbidden_cause",
+    "parse_address",
+    "parse_networks",
+]
