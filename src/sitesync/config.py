@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     """How often a worker renews its leases and claims and checks its run's status;
     0 = a third of the shorter of ``lease_seconds`` and ``claim_seconds``, at most 10 s."""
 
+    status_poll_seconds: float = Field(0.5, gt=0, le=5)
+    """How often a worker reads its run's status (one row): a pause, stop or cancel from
+    the CLI, the API or the dashboard reaches every worker within this long, and a paused
+    crawl notices ``resume`` as fast. No request starts after that."""
+
     claim_seconds: float = Field(120.0, gt=0)
     """How long a worker's claim on a host lasts unless renewed. Only the holder fetches
     from a host; a crashed worker's hosts pass to others after this long."""
@@ -300,6 +305,7 @@ class Settings(BaseSettings):
             max_crawl_delay=self.max_crawl_delay,
             max_retry_after=self.max_retry_after,
             heartbeat_seconds=self.heartbeat_seconds,
+            status_poll=self.status_poll_seconds,
             claim_seconds=self.claim_seconds,
             claim_safety=self.total_timeout + 1,
             max_claims=self.max_claims_per_worker,

@@ -264,6 +264,8 @@ class WorkerInfo:
     started_at: float
     last_heartbeat: float
     stopped_at: float | None
+    boot_id: str | None = None  # boot id and pid namespace of its machine (Linux)
+    proc_start: int | None = None  # its process's start time, clock ticks after boot
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,7 @@ async def crawl(
             exit_reason = await _run_worker(store, run, worker, on_start)
             if exit_reason is not WorkerExit.RUN_NOT_RUNNING:
                 break
-            run = await _wait_while_paused(store, run.id, settings.worker_options().heartbeat)
+            run = await _wait_while_paused(store, run.id, settings.status_poll_seconds)
             if run.status is not RunStatus.RUNNING:
                 break
     if exit_reason is WorkerExit.STOP_REQUESTED:

@@ -7,8 +7,10 @@ host asked us to back off before we even tried), never in an exception.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -45,6 +47,14 @@ class Deferral:
     until: float
 
 
+class Halted(Exception):
+    """The worker is leaving (the run was paused, stopped or cancelled): start nothing."""
+
+
+def _never() -> bool:
+    return False
+
+
 class PageAttempts:
     def __init__(
         self,
@@ -58,8 +68,10 @@ class PageAttempts:
         retry: RetryPolicy,
         max_retry_after: float,
         plugins: ArtifactProcessor | None = None,
+        halted: Callable[[], bool] = _never,
     ) -> None:
         self.store = store
+        self.halted = halted
         self.claims = claims
         self.fetcher = fetcher
         self.frontier = frontier
@@ -70,6 +82,16 @@ class PageAttempts:
         self.plugins = plugins
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
+        try:
+            return await self._attempt(lease)
+        except Halted:
+            # Paused (or stopped) while this lease waited for its host's turn: it goes
+            # back untried, and no request starts after the pause.
+            return Deferral(lease, time.time())
+
+    async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
+        if self.halted():
+            raise Halted
         if not self.claims.holds(lease.host):
             # Our claim on the host is gone or too close to expiry for a whole fetch:
             # whoever holds it next fetches this URL.
@@ -85,7 +107,7 @@ class PageAttempts:
                 if self.plugins is not None and lease.depth == 0:  # plugins may say why
                     blocked = await self._run_plugins(lease, None, blocked, [])
                 return blocked
-        async with self.limiter.slot(lease.host):
+        async with self._turn(lease.host):
             result = await self.fetcher.fetch(lease.url, may_follow=self._may_follow(lease))
         if result.retry_after is not None:
             until = time.time() + min(result.retry_after, self.max_retry_after)
@@ -143,9 +165,7 @@ class PageAttempts:
     async def _robots_verdict(self, lease: Lease) -> TaskReport | None:
         assert self.robots is not None
         origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
-        verdict = await self.robots.check(
-            lease.url, origin, gate=lambda: self.limiter.slot(lease.host)
-        )
+        verdict = await self.robots.check(lease.url, origin, gate=lambda: self._turn(lease.host))
         self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
         if verdict.allowed:
             return None
@@ -156,6 +176,15 @@ class PageAttempts:
                               outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,
                           outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, host: str) -> AsyncIterator[None]:
+        """The host's politeness slot, checked against a pause right before the request
+        starts (the wait for a turn can outlast the pause by a whole delay)."""
+        async with self.limiter.slot(host):
+            if self.halted():
+                raise Halted
+            yield
 
     def _may_follow(self, lease: Lease) -> FollowPolicy:
         if lease.depth == 0:

@@ -7,8 +7,11 @@ Side tasks, each named and supervised:
 - ``fetch-N``: ``concurrency`` slots, each fetching one lease at a time under the host limiter.
 - ``report``: commits finished attempts in batches (one transaction per batch), so
   durability costs one commit per batch instead of one per page.
-- ``heartbeat``: renews this worker's leases and watches the run's status, so a stop or
-  cancel issued from another process reaches this one.
+- ``heartbeat``: renews this worker's leases and signs the run alive.
+- ``status``: reads the run's status row every ``status_poll`` seconds, so a pause, stop
+  or cancel issued from another process reaches this one within that long. From then on
+  no request starts (each fetch checks right before it begins), and leases not yet
+  started go back to pending at once.
 
 At most ``in_flight_limit`` tasks are leased, fetched or waiting to be committed at any
 time; that is all a SIGKILL can cost, and those tasks are fetched again after their leases
@@ -34,9 +37,10 @@ from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import ReportVerdict, Run, RunStatus, TaskReport
+from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.dispatch import HostDispatcher
+from sitesync.runs.liveness import is_gone, this_process
 from sitesync.runs.page import DEFER_AFTER_SECONDS, ArtifactProcessor, Deferral, PageAttempts
 from sitesync.runs.seeding import seed_run
 from sitesync.store.base import Store
@@ -61,6 +65,7 @@ class WorkerOptions:
     report_batch: int = 256
     report_interval: float = 0.05
     poll_interval: float = 0.5
+    status_poll: float = 0.5  # seconds between reads of the run's status (pause, stop)
     drain_timeout: float = 10.0  # run left "running" elsewhere: let in-flight fetches finish
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     respect_robots: bool = True
@@ -173,6 +178,7 @@ class CrawlWorker:
             retry=self.options.retry,
             max_retry_after=self.options.max_retry_after,
             plugins=plugins,
+            halted=self._leaving,
         )
         self._queue = HostDispatcher(self._limiter)
         self._held: Counter[str] = Counter()
@@ -187,6 +193,8 @@ class CrawlWorker:
         self._failure: BaseException | None = None
         self._uncounted = 0  # pages reported since the last per-host counter flush
         self.run_status = RunStatus.RUNNING  # as last seen in the store
+        self._seeder: asyncio.Task[None] | None = None
+        self._identity = this_process()
 
     def stop(self) -> None:
         """Ask the worker to stop: in-flight work is released to PENDING."""
@@ -194,13 +202,19 @@ class CrawlWorker:
 
     async def run(self) -> WorkerExit:
         """Crawl until the run drains, stop() is called, or the run leaves ``running``."""
+        me = self._identity
         await self.store.register_worker(
-            self.run_id, worker_id=self.worker_id, host=socket.gethostname(), pid=os.getpid()
-        )
+            self.run_id, worker_id=self.worker_id, host=me.host, pid=me.pid,
+            boot_id=me.boot_id, proc_start=me.proc_start,
+        )  # fmt: skip
+        # Before the first acquire: a crashed predecessor on this machine (``crawl
+        # --resume`` after kill -9) hands its tasks and hosts over now, not at expiry.
+        await self._release_gone_workers()
         side = [
             self._spawn(self._feed(), "feed"),
             self._spawn(self._flush_reports_forever(), "report"),
             self._spawn(self._heartbeat(), "heartbeat"),
+            self._spawn(self._watch_status(), "status"),
             self._spawn(self._rebalance_claims(), "claims"),
             *(
                 self._spawn(self._fetch_slot(), f"fetch-{n}")
@@ -208,7 +222,8 @@ class CrawlWorker:
             ),
         ]
         if self._run.seeded_at is None:
-            side.append(self._spawn(self._seed(), "seed"))
+            self._seeder = self._spawn(self._seed(), "seed")
+            side.append(self._seeder)
         try:
             await self._done.wait()
             if (
@@ -241,6 +256,10 @@ class CrawlWorker:
             self._failure = exc
             self._done.set()
 
+    def _leaving(self) -> bool:
+        """Whether this worker is on its way out: no new request may start."""
+        return self._exit is not None
+
     def _finish(self, reason: WorkerExit) -> None:
         if self._exit is None:
             self._exit = reason
@@ -250,14 +269,26 @@ class CrawlWorker:
         """Take nothing new; give fetches already under way a bounded time to finish.
 
         Their results still go through the fenced report: accepted if the lease is still
-        this worker's, rejected (and logged) if someone took it over.
+        this worker's, rejected (and logged) if someone took it over. Leases not yet
+        started go back to pending now, not when the drain ends.
         """
         feeder.cancel()
-        self._queue.clear()
+        if self._seeder is not None:
+            # Sitemap requests are requests too; the next worker seeds again (dedup).
+            self._seeder.cancel()
+        await self._give_back(self._queue.clear())
         if self._active:
             self._idle.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._idle.wait(), self.options.drain_timeout)
+
+    async def _give_back(self, leases: list[Lease]) -> None:
+        if not leases:
+            return
+        released = await self.store.release(self.run_id, leases)
+        for lease in leases:
+            self._let_go(lease.host)
+        log.info("gave back %d leased tasks not yet started", released)
 
     async def _shutdown(self, side: list[asyncio.Task[None]]) -> None:
         # Slots and feeder stop first, so nothing new is fetched or leased; then what was
@@ -439,8 +470,20 @@ class CrawlWorker:
         interval = min(self.options.heartbeat, CLAIM_REFRESH_SECONDS)
         while True:
             await asyncio.sleep(interval)
+            await self._release_gone_workers()
             await self.claims.refresh()
             self._room.set()
+
+    async def _release_gone_workers(self) -> None:
+        """Workers of this run on this machine whose process is provably gone give up
+        their leases and claims now; those elsewhere are recovered at expiry."""
+        for worker in await self.store.list_workers(self.run_id):
+            if is_gone(worker, self._identity):
+                ended = await self.store.release_gone_worker(self.run_id, worker)
+                log.warning(
+                    "worker %s (pid %d) is gone: %d of its tasks and its hosts are free again",
+                    worker.worker_id, worker.pid, ended,
+                )  # fmt: skip
 
     async def _heartbeat(self) -> None:
         while True:
@@ -449,6 +492,12 @@ class CrawlWorker:
                 self.run_id, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
             )
             await self.store.heartbeat_run(self.run_id)
+
+    async def _watch_status(self) -> None:
+        """One row read per poll, apart from the heartbeat's heavier writes, so that a
+        pause reaches the fetch slots within ``status_poll`` seconds."""
+        while True:
+            await asyncio.sleep(self.options.status_poll)
             run = await self.store.get_run(self.run_id)
             self.frontier.refresh(run)
             if run.status is not RunStatus.RUNNING:

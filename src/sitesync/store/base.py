@@ -172,8 +172,32 @@ class CoordinationStore(Protocol):
     """What lets several workers share a run: registrations, host claims, politeness
     state and per-host counters."""
 
-    async def register_worker(self, run_id: int, *, worker_id: str, host: str, pid: int) -> None:
-        """Record that ``worker_id`` works on the run (again); it counts as live."""
+    async def register_worker(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        boot_id: str | None = None,
+        proc_start: int | None = None,
+    ) -> None:
+        """Record that ``worker_id`` works on the run (again); it counts as live.
+
+        ``boot_id`` and ``proc_start`` identify the process on its machine, so that a
+        worker on the same machine can prove it gone (see ``release_gone_worker``).
+        """
+        ...
+
+    async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
+        """A worker proven gone by another process on its machine: one transaction.
+
+        Fenced on everything the proof was about: only if the worker's row still has
+        ``worker``'s host, pid, boot id and process start time, and is not stopped, is it
+        marked stopped, and its leases and claims in the run end now (its tasks go back
+        to pending at the next acquire, as with expired leases; its hosts are free to
+        claim). Returns how many leases ended; 0 and no change when the row differs.
+        """
         ...
 
     async def stop_worker(self, worker_id: str) -> None:

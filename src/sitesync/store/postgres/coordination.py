@@ -15,7 +15,7 @@ from psycopg.rows import DictRow
 from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, Run, RunHost, WorkerInfo
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
-from sitesync.store.sqlite.coordination import fair_share
+from sitesync.store.sqlite.coordination import fair_share, gone_worker_params
 
 T = TypeVar("T")
 
@@ -48,9 +48,31 @@ class PostgresCoordination:
 
     # -- workers --------------------------------------------------------------------------
 
-    async def register_worker(self, run_id: int, *, worker_id: str, host: str, pid: int) -> None:
-        params = {"worker_id": worker_id, "host": host, "pid": pid, "run_id": run_id}
+    async def register_worker(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        boot_id: str | None = None,
+        proc_start: int | None = None,
+    ) -> None:
+        params = {"worker_id": worker_id, "host": host, "pid": pid, "run_id": run_id,
+                  "boot_id": boot_id, "proc_start": proc_start}  # fmt: skip
         await self._exec("upsert_worker", params)
+
+    async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
+        async def work(conn: Conn) -> int:
+            if await self._lock_run(conn, run_id) is None:
+                return 0
+            params = {**gone_worker_params(worker), "run_id": run_id, "now": self._clock()}
+            if (await conn.execute(_Q["stop_gone_worker"], params)).rowcount != 1:
+                return 0
+            await conn.execute(_Q["end_worker_claims"], params)
+            return (await conn.execute(_Q["end_worker_leases"], params)).rowcount
+
+        return await self._transaction(work)
 
     async def stop_worker(self, worker_id: str) -> None:
         await self._exec("stop_worker", {"worker_id": worker_id})

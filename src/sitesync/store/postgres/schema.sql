@@ -147,7 +147,9 @@ CREATE TABLE workers (
     run_id         bigint,
     started_at     double precision    NOT NULL,
     last_heartbeat double precision    NOT NULL,
-    stopped_at     double precision
+    stopped_at     double precision,
+    boot_id        text,     -- boot id and pid namespace of the worker's machine
+    proc_start     bigint    -- the process's start time (clock ticks after boot)
 );
 
 -- A worker's exclusive, expiring hold on one host of a run: only the holder fetches there.

@@ -38,9 +38,30 @@ class SqliteCoordination:
 
     # -- workers --------------------------------------------------------------------------
 
-    async def register_worker(self, run_id: int, *, worker_id: str, host: str, pid: int) -> None:
-        params = {"worker_id": worker_id, "host": host, "pid": pid, "run_id": run_id}
+    async def register_worker(
+        self,
+        run_id: int,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        boot_id: str | None = None,
+        proc_start: int | None = None,
+    ) -> None:
+        params = {"worker_id": worker_id, "host": host, "pid": pid, "run_id": run_id,
+                  "boot_id": boot_id, "proc_start": proc_start}  # fmt: skip
         await self._call(self._exec, "upsert_worker", params)
+
+    async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
+        return await self._call(self._release_gone_worker, run_id, worker)
+
+    def _release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
+        params = {**gone_worker_params(worker), "run_id": run_id, "now": self._clock()}
+        with self._write() as conn:
+            if conn.execute(_Q["stop_gone_worker"], params).rowcount != 1:
+                return 0
+            conn.execute(_Q["end_worker_claims"], params)
+            return conn.execute(_Q["end_worker_leases"], params).rowcount
 
     async def stop_worker(self, worker_id: str) -> None:
         await self._call(self._exec, "stop_worker", {"worker_id": worker_id})
@@ -168,6 +189,17 @@ def fair_share(hosts_with_work: int, live_workers: int, cap: int | None) -> int:
     return share if cap is None else min(share, cap)
 
 
+def gone_worker_params(worker: WorkerInfo) -> dict[str, Any]:
+    """The facts a gone worker was proven gone on: its row must still show them all."""
+    return {
+        "worker_id": worker.worker_id,
+        "host": worker.host,
+        "pid": worker.pid,
+        "boot_id": worker.boot_id,
+        "proc_start": worker.proc_start,
+    }
+
+
 def _claim(row: sqlite3.Row | dict[str, Any]) -> Claim:
     return Claim(
         run_id=row["run_id"],
@@ -187,6 +219,8 @@ def _worker(row: sqlite3.Row | dict[str, Any]) -> WorkerInfo:
         started_at=row["started_at"],
         last_heartbeat=row["last_heartbeat"],
         stopped_at=row["stopped_at"],
+        boot_id=row["boot_id"],
+        proc_start=row["proc_start"],
     )
 
 

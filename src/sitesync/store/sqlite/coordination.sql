@@ -1,16 +1,38 @@
 -- Workers, host claims, politeness state and per-host counters (SQLite).
 
 -- name: upsert_worker
-INSERT INTO workers (worker_id, host, pid, run_id, started_at, last_heartbeat)
-VALUES (:worker_id, :host, :pid, :run_id, :now, :now)
+INSERT INTO workers (worker_id, host, pid, run_id, started_at, last_heartbeat, boot_id,
+                     proc_start)
+VALUES (:worker_id, :host, :pid, :run_id, :now, :now, :boot_id, :proc_start)
 ON CONFLICT (worker_id) DO UPDATE
-   SET run_id = excluded.run_id, last_heartbeat = excluded.last_heartbeat, stopped_at = NULL;
+   SET run_id = excluded.run_id, last_heartbeat = excluded.last_heartbeat, stopped_at = NULL,
+       host = excluded.host, pid = excluded.pid, boot_id = excluded.boot_id,
+       proc_start = excluded.proc_start;
 
 -- name: heartbeat_worker
 UPDATE workers SET last_heartbeat = :now WHERE worker_id = :worker_id;
 
 -- name: stop_worker
 UPDATE workers SET stopped_at = :now, last_heartbeat = :now WHERE worker_id = :worker_id;
+
+-- name: stop_gone_worker
+-- Fenced on the whole proof: a row that re-registered, or says anything else, is not ours
+-- to stop. NULL proofs (another OS, an older sitesync) never match.
+UPDATE workers SET stopped_at = :now
+ WHERE worker_id = :worker_id AND stopped_at IS NULL
+   AND host = :host AND pid = :pid
+   AND boot_id = :boot_id AND proc_start = :proc_start;
+
+-- name: end_worker_claims
+-- Expired now: claim_free_hosts hands these hosts to whoever asks next.
+UPDATE claims SET expires_at = :now
+ WHERE run_id = :run_id AND worker_id = :worker_id AND expires_at > :now;
+
+-- name: end_worker_leases
+-- Expired now: the next acquire returns them to pending (its counters move there), as it
+-- does for any lease that ran out; the attempt counts, since it may have reached a server.
+UPDATE tasks SET lease_expires_at = :now
+ WHERE run_id = :run_id AND state = 'assigned' AND lease_owner = :worker_id;
 
 -- name: select_workers
 SELECT * FROM workers WHERE run_id = :run_id ORDER BY started_at;

@@ -141,7 +141,9 @@ CREATE TABLE workers (
     run_id         INTEGER,
     started_at     REAL    NOT NULL,
     last_heartbeat REAL    NOT NULL,
-    stopped_at     REAL
+    stopped_at     REAL,
+    boot_id        TEXT,     -- boot id and pid namespace of the worker's machine
+    proc_start     INTEGER   -- the process's start time (clock ticks after boot)
 );
 
 -- A worker's exclusive, expiring hold on one host of a run: only the holder fetches there.
