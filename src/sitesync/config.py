@@ -54,12 +54,14 @@ class Settings(BaseSettings):
     """Longest wait between two attempts of one URL."""
 
     lease_seconds: float = Field(60.0, gt=0)
-    """How long a worker holds a task without renewing; a crashed worker's tasks come back
-    after this long."""
+    """How long a worker holds a task without renewing. A crashed worker's tasks come back
+    after this long, but only its hosts' next claim holder fetches them (``claim_seconds``);
+    a worker on the same machine proves a crashed one gone and takes them at once."""
 
     heartbeat_seconds: float = Field(0.0, ge=0)
-    """How often a worker renews its leases and claims and checks its run's status;
-    0 = a third of the shorter of ``lease_seconds`` and ``claim_seconds``, at most 10 s."""
+    """How often a worker renews its leases and signs its run alive (its status is read every
+    ``status_poll_seconds``); 0 = a third of the shorter of ``lease_seconds`` and
+    ``claim_seconds``, at most 10 s."""
 
     status_poll_seconds: float = Field(0.5, gt=0, le=5)
     """How often a worker reads its run's status (one row): a pause, stop or cancel from
@@ -68,7 +70,8 @@ class Settings(BaseSettings):
 
     claim_seconds: float = Field(120.0, gt=0)
     """How long a worker's claim on a host lasts unless renewed. Only the holder fetches
-    from a host; a crashed worker's hosts pass to others after this long."""
+    from a host; a crashed worker's hosts pass to others after this long (at once when a
+    worker on the crashed one's machine proves its process gone)."""
 
     max_claims_per_worker: int | None = Field(None, ge=1)
     """Most hosts one worker holds at once (default: an even share of the hosts with work)."""

@@ -1,8 +1,9 @@
 """``sitesync pause|resume|stop|cancel RUN_ID``: steer a run from any process.
 
 The command only changes the run's status in the store; every worker of the run notices
-at its next heartbeat (a few seconds) and acts: pause lets in-flight pages finish and waits,
-stop and cancel give in-flight pages back to PENDING at once.
+within ``status_poll_seconds`` (0.5 s) and acts: pause starts nothing more, gives leased
+pages not yet started back, lets in-flight pages finish and waits; stop and cancel give
+in-flight pages back to PENDING at once.
 """
 
 from __future__ import annotations

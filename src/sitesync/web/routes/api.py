@@ -85,7 +85,7 @@ async def act_on_run(overview: OverviewDep, run_id: RunId, action: Action) -> Ru
     """pause → paused, resume → running (a stopped or failed run: queued, for a supervisor
     or ``sitesync worker``), stop → stopped, cancel → cancelled.
 
-    Workers see the new status at their next heartbeat."""
+    Workers see the new status within ``status_poll_seconds`` (0.5 s)."""
     return await overview.act(run_id, action)
 
 
