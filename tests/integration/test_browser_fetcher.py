@@ -22,7 +22,7 @@ from sitesync.fetch.browser import BrowserFetcher
 from sitesync.models import RunStatus, TaskState
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
 from sitesync.store.sqlite.store import SqliteStore
-from sitesync.testing import OUT_OF_SCOPE_IPS, Handler, LoopbackSite, SiteSpec
+from sitesync.testing import OPEN_LOOPBACK, OUT_OF_SCOPE_IPS, Handler, LoopbackSite, SiteSpec
 
 # One event loop for the module, so that one browser serves every test that needs one.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -67,7 +67,11 @@ def paths_requested(site: LoopbackSite) -> list[str]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser() -> AsyncIterator[BrowserFetcher]:
     # Each fetch has a fresh browser context, so tests sharing the browser share no state.
-    async with BrowserFetcher(limits=FetchLimits(total_timeout=15), settle_ms=300) as fetcher:
+    # The sites are on loopback, which fetchers refuse unless it is opened.
+    fetcher = BrowserFetcher(
+        limits=FetchLimits(total_timeout=15), settle_ms=300, network=OPEN_LOOPBACK
+    )
+    async with fetcher:
         yield fetcher
 
 
@@ -197,7 +201,8 @@ async def test_a_body_over_the_cap_is_too_large_and_dropped(site_factory: SiteFa
     site = site_factory(SMALL)
     site.set_handler("/big", html("<p>" + "x" * 50_000 + "</p>"))
 
-    async with BrowserFetcher(limits=FetchLimits(max_body_bytes=10_000)) as fetcher:
+    limits = FetchLimits(max_body_bytes=10_000)
+    async with BrowserFetcher(limits=limits, network=OPEN_LOOPBACK) as fetcher:
         result = await fetcher.fetch(f"http://{site.hosts[0]}/big")
 
     assert result.outcome is FetchOutcome.TOO_LARGE and result.status == 200
@@ -218,7 +223,10 @@ async def test_a_crawl_with_the_browser_follows_javascript_inserted_links(
         retry_backoff_max=0.05,
     )
     fetcher = BrowserFetcher(
-        limits=settings.fetch_limits(), user_agent=settings.user_agent, settle_ms=300
+        limits=settings.fetch_limits(),
+        user_agent=settings.user_agent,
+        settle_ms=300,
+        network=settings.network_policy(),
     )
     store = await SqliteStore.open(settings.db)
     try:

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 from sitesync.cli import app
 from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
-from sitesync.fetch.base import FetchOutcome
+from sitesync.fetch.base import FetchOutcome, RedirectHop
+from sitesync.fetch.browser import BrowserFetcher
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.netpolicy import ForbiddenAddress, IPAddress, NetworkPolicy, address_kind
 from sitesync.models import Run, Task
@@ -467,3 +468,78 @@ def test_the_socket_factory_refuses_before_any_socket_is_made() -> None:
         policy.socket_factory(info)
     sock = NetworkPolicy(allow_private=True).socket_factory(info)
     sock.close()
+
+
+# -- the browser fetcher: every request of the page goes through the guard -----------------
+
+PAGE_REACHING_INSIDE = """<!DOCTYPE html><html><body>
+<img src="{internal}/img.png">
+<img src="/to-inside.png">
+<iframe src="{internal}/frame"></iframe>
+<script>fetch("{internal}/xhr").catch(() => null);</script>
+<a href="/p">p</a> <a href="/go">go</a> <a href="{internal}/">intranet</a>
+</body></html>"""
+
+
+def page_reaching_inside(public: StandIn, internal: StandIn) -> None:
+    public.html("/", PAGE_REACHING_INSIDE.format(internal=internal.origin))
+    public.redirect("/to-inside.png", lambda: internal.url("/redirected.png"))  # a hop
+    public.redirect("/go", lambda: internal.url("/secret"))
+    public.html("/p", "<p>p</p>")
+    for path in ("/img.png", "/redirected.png"):
+        internal.text(path, "image/png", "PNG")
+    internal.html("/frame", "<p>frame</p>")
+    internal.text("/xhr", "text/plain", "SECRET")
+    internal.html("/", "<p>intranet</p>")
+    internal.html("/secret", "<p>SECRET-CREDENTIAL</p>")
+
+
+async def test_the_browser_reaches_nothing_internal_by_default(tmp_path: Path) -> None:
+    public, internal = StandIn(PUBLIC_IP), StandIn(INTERNAL_IP)
+    policy = NetworkPolicy.opening(*PUBLIC_ONLY)
+    async with serving(public, internal), BrowserFetcher(network=policy, settle_ms=500) as browser:
+        page_reaching_inside(public, internal)
+        page = await browser.fetch(public.url("/"))
+        inside = await browser.fetch(internal.url("/"))
+        hop = await browser.fetch(public.url("/go"))
+    assert page.outcome is FetchOutcome.SUCCESS  # the page itself renders
+    assert internal.url("/img.png").encode() in page.body  # and does point inside
+    assert internal.log == []  # not its image, frame, fetch() nor redirected image
+    assert "/to-inside.png" in public.log
+    assert inside.outcome is FetchOutcome.FORBIDDEN_ADDRESS
+    assert inside.error is not None and f"{INTERNAL_IP} is a loopback address" in inside.error
+    assert hop.outcome is FetchOutcome.FORBIDDEN_ADDRESS
+    assert hop.redirects == (RedirectHop(public.url("/go"), internal.url("/secret"), 302),)
+    assert not hop.retryable
+
+
+async def test_the_browser_reaches_the_internal_host_when_it_is_opened() -> None:
+    public, internal = StandIn(PUBLIC_IP), StandIn(INTERNAL_IP)
+    policy = NetworkPolicy.opening(*BOTH)
+    async with serving(public, internal), BrowserFetcher(network=policy, settle_ms=500) as browser:
+        page_reaching_inside(public, internal)
+        page = await browser.fetch(public.url("/"))
+        hop = await browser.fetch(public.url("/go"))
+    assert page.outcome is FetchOutcome.SUCCESS
+    assert {"/img.png", "/redirected.png", "/frame", "/xhr", "/secret"} <= set(internal.log)
+    assert hop.outcome is FetchOutcome.SUCCESS and b"SECRET-CREDENTIAL" in hop.body
+
+
+def test_a_browser_crawl_records_the_refused_link_redirect(tmp_path: Path) -> None:
+    public, internal = StandIn(PUBLIC_IP), StandIn(INTERNAL_IP)
+    settings = settings_for(tmp_path, fetcher="browser", allowed_networks=PUBLIC_ONLY)
+
+    async def go() -> list[Task]:
+        async with serving(public, internal):
+            page_reaching_inside(public, internal)
+            request = CrawlRequest(seeds=(public.url("/"),), allowed_domains=(INTERNAL_IP,))
+            return await asyncio.to_thread(
+                lambda: asyncio.run(crawl_in_process(settings, request))[1]
+            )
+
+    tasks = by_url(asyncio.run(go()))
+    assert internal.log == []
+    assert tasks[public.url("/")].outcome == "success"
+    assert tasks[public.url("/p")].outcome == "success"
+    assert_refused(tasks[public.url("/go")], INTERNAL_IP)
+    assert_refused(tasks[internal.url("/")], INTERNAL_IP)

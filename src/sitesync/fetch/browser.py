@@ -41,6 +41,16 @@ Navigations the page starts itself (JavaScript ``location`` changes, meta refres
 a fetch returns the one document its URL led to, as the HTTP fetcher does, and the links in it
 are what the crawl follows. Subresources (scripts, styles, images, XHR) and frames load from
 wherever the page says, as in any browser: that is what rendering it means.
+
+The network policy: Chromium sends every request (documents, redirect hops, subresources,
+frames, workers, WebSockets) through a guard proxy of the fetcher's own
+(:mod:`sitesync.fetch.guard_proxy`), which resolves each host itself, checks the addresses
+and connects only to a checked one; Chromium never resolves a name. A document refused there
+ends as ``FORBIDDEN_ADDRESS`` (its redirect hops recorded); a refused subresource simply fails
+to load, as a blocked request does in any browser.
+
+The sandbox: Chromium runs sandboxed unless this process is root, where Chromium cannot;
+then it runs with ``--no-sandbox`` and a warning says why (:func:`use_sandbox`).
 """
 
 from __future__ import annotations
@@ -48,11 +58,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import yarl
 
 from sitesync.errors import ConfigError, FetchError, InvalidURL
 from sitesync.fetch.base import (
@@ -63,6 +76,7 @@ from sitesync.fetch.base import (
     RedirectHop,
     parse_retry_after,
 )
+from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.fetch.http import DEFAULT_USER_AGENT
 from sitesync.fetch.netpolicy import NetworkPolicy
 from sitesync.urls import normalize_url, resolve_link
@@ -80,13 +94,15 @@ if TYPE_CHECKING:
         Response,
     )
 
-__all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher"]
+__all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher", "use_sandbox"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
-#: Headless as root, and no connections of Chromium's own: only the pages' requests leave it.
+#: No connections of Chromium's own: only the pages' requests leave it (and only through the
+#: guard proxy, see fetch/guard_proxy.py). Sandboxed unless run as root (``use_sandbox``).
 CHROMIUM_ARGS: tuple[str, ...] = (
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
@@ -94,6 +110,35 @@ CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-component-update",
     "--disable-sync",
 )
+
+_ROOT_WARNING = (
+    "running as root: Chromium's sandbox cannot run as root, so the browser fetcher runs it "
+    "with --no-sandbox and page JavaScript is confined by the renderer alone; run sitesync as "
+    "an unprivileged user to keep the sandbox"
+)
+
+
+def use_sandbox(euid: int | None = None) -> bool:
+    """Whether Chromium runs sandboxed: always, unless this process runs as root (Chromium
+    refuses to start sandboxed as root), which a warning then says.
+
+    Playwright launches Chromium with ``--no-sandbox`` unless told ``chromium_sandbox``: the
+    launch passes this."""
+    if (os.geteuid() if euid is None else euid) != 0:
+        return True
+    log.warning(_ROOT_WARNING)
+    return False
+
+
+def _network_args(proxy_url: str) -> tuple[str, ...]:
+    """Every request through the guard proxy, loopback included (Chromium bypasses proxies
+    for loopback unless told ``<-loopback>``), and no UDP around it (WebRTC)."""
+    return (
+        f"--proxy-server={proxy_url}",
+        "--proxy-bypass-list=<-loopback>",
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    )
+
 
 _MISSING_EXTRA = "the browser fetcher needs the 'browser' extra: pip install 'sitesync[browser]'"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -277,6 +322,8 @@ class BrowserFetcher:
         self.executable_path = executable_path
         self.settle_ms = settle_ms
         self.network = network or NetworkPolicy()
+        self._proxy: GuardProxy | None = None
+        self._proxy_url = ""
         self._args = (*CHROMIUM_ARGS, *extra_args)
         self._pages = asyncio.Semaphore(max_pages)
         self._launching = asyncio.Lock()
@@ -292,6 +339,8 @@ class BrowserFetcher:
             )
         self._playwright = await self._api.async_playwright().start()
         try:
+            self._proxy = GuardProxy(self.network, connect_timeout=self.limits.connect_timeout)
+            self._proxy_url = await self._proxy.start()
             await self._launch()
         except BaseException:
             await self.__aexit__()
@@ -299,8 +348,8 @@ class BrowserFetcher:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        browser, playwright = self._browser, self._playwright
-        self._browser = self._playwright = None
+        browser, playwright, proxy = self._browser, self._playwright, self._proxy
+        self._browser = self._playwright = self._proxy = None
         # Closing is best effort: a browser that already died must not hide the real error.
         if browser is not None:
             with contextlib.suppress(Exception):
@@ -308,12 +357,18 @@ class BrowserFetcher:
         if playwright is not None:
             with contextlib.suppress(Exception):
                 await playwright.stop()
+        if proxy is not None:
+            await proxy.close()
 
     async def _launch(self) -> Browser:
         assert self._playwright is not None
         try:
+            args = [*self._args, *_network_args(self._proxy_url)]
             self._browser = await self._playwright.chromium.launch(
-                executable_path=self.executable_path, headless=True, args=list(self._args)
+                executable_path=self.executable_path,
+                headless=True,
+                args=args,
+                chromium_sandbox=use_sandbox(),
             )
         except self._api.Error as exc:
             raise FetchError(
@@ -381,11 +436,23 @@ class BrowserFetcher:
         except self._api.TimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
         except self._api.Error as exc:
-            return _navigation_failed(url, nav, _first_line(exc), started)
+            message = _first_line(exc)
+            problem = self._proxy_problem(nav.hops[-1].to_url if nav.hops else url, started)
+            if problem is not None and problem[0]:
+                return _refused(url, nav, problem[1], started)
+            return _navigation_failed(url, nav, problem[1] if problem else message, started)
         if response is None:
             return _failed(url, FetchOutcome.INVALID, "no document response", started)
         await nav.settle(min(self.settle_ms / 1000, max(0.0, deadline - time.monotonic())))
         return await self._result(url, page, response, started)
+
+    def _proxy_problem(self, url: str, since: float) -> tuple[bool, str] | None:
+        """What the guard proxy met connecting for ``url`` during this fetch: (refused by
+        the network policy, why), or None when it connected (or was never asked)."""
+        parts = yarl.URL(url)
+        if self._proxy is None or parts.host is None or parts.port is None:
+            return None
+        return self._proxy.problem(parts.host, parts.port, since=since)
 
     async def _result(
         self, url: str, page: Page, response: Response, started: float
@@ -465,6 +532,17 @@ async def _hops_to(request: Request, original_url: str) -> tuple[RedirectHop, ..
 def _ms_until(deadline: float) -> float:
     """Playwright timeouts are milliseconds, and 0 would mean "no timeout at all"."""
     return max(1.0, (deadline - time.monotonic()) * 1000)
+
+
+def _refused(url: str, nav: _Navigation, why: str, started: float) -> FetchResult:
+    """The document (or a redirect hop of it) is on an address the network policy refuses."""
+    return FetchResult(
+        url=url,
+        outcome=FetchOutcome.FORBIDDEN_ADDRESS,
+        error=why,
+        elapsed=time.monotonic() - started,
+        redirects=tuple(nav.hops),
+    )
 
 
 def _navigation_failed(url: str, nav: _Navigation, message: str, started: float) -> FetchResult:
