@@ -159,12 +159,29 @@ class Settings(BaseSettings):
     repeatable; comma-separated in the environment), e.g. ``10.1.0.0/16``. Public addresses
     need no opening."""
 
+    max_links_per_page: int = Field(5000, ge=1)
+    """Links admitted from one page (its own and its plugins'); the rest are counted as
+    ``truncated`` in the page's ``links`` record, not crawled."""
+
+    max_parse_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    """HTML parsed per page, for its links and for the plugins (``text`` and ``page.tree``);
+    links past it are only counted. Bounds memory however large ``max_body_bytes`` is."""
+
     plugins: Annotated[tuple[str, ...] | None, NoDecode] = None
     """Plugins to run, by entry-point name (``sitesync plugins`` lists them; comma-separated
     in the environment). Unset: every plugin found; empty: none."""
 
     strict_plugins: bool = False
     """Refuse to crawl when a plugin cannot be loaded, instead of skipping it with a warning."""
+
+    plugin_timeout_seconds: float = Field(30.0, gt=0)
+    """Longest one plugin may take on one page; past it the plugin's output on that page is
+    dropped and the page records the timeout. Third-party plugins that are not ``async`` run
+    in a thread of their own, so a blocking one cannot stall the crawl."""
+
+    max_record_bytes: int = Field(1024 * 1024, gt=0)
+    """Largest record a third-party plugin may return (its data as JSON, plus key and URL);
+    a larger one costs that plugin its output on that page, recorded as the page's error."""
 
     download_assets: bool = False
     """Download the images and documents pages refer to (each once per run) and keep them."""
@@ -313,6 +330,8 @@ class Settings(BaseSettings):
             claim_safety=self.total_timeout + 1,
             max_claims=self.max_claims_per_worker,
             stats_flush_interval=self.domain_stats_flush_interval_pages,
+            max_links_per_page=self.max_links_per_page,
+            max_parse_bytes=self.max_parse_bytes,
             retry=RetryPolicy(
                 initial=self.retry_backoff,
                 maximum=self.retry_backoff_max,

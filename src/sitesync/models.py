@@ -182,6 +182,7 @@ class CrawlArtifact:
     redirects: tuple[tuple[str, str, int], ...]
     elapsed: float
     links: tuple[str, ...] = ()  # normalized links found in the page (before scoping)
+    links_truncated: int = 0  # links beyond max_links_per_page, counted but not admitted
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ from sitesync.fetch.base import (
 from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.fetch.http import DEFAULT_USER_AGENT
 from sitesync.fetch.netpolicy import NetworkPolicy
+from sitesync.fetch.text import header_text
 from sitesync.urls import normalize_url, resolve_link
 
 if TYPE_CHECKING:
@@ -267,7 +268,10 @@ class _Navigation:
 
     def _check_redirect(self, event: dict[str, Any]) -> _Stop | None:
         status = int(event.get("responseStatusCode") or 0)
-        headers = {h["name"].lower(): h["value"] for h in event.get("responseHeaders") or ()}
+        headers = {
+            header_text(h["name"]).lower(): header_text(h["value"])
+            for h in event.get("responseHeaders") or ()
+        }
         location = headers.get("location")
         if status not in _REDIRECT_STATUSES or not location:
             return None
@@ -587,7 +591,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 async def _headers(response: Response) -> dict[str, str]:
-    return {k.lower(): v for k, v in (await response.all_headers()).items()}
+    headers = await response.all_headers()
+    return {header_text(k).lower(): header_text(v) for k, v in headers.items()}
 
 
 def _normalized(url: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import aiohttp
 import yarl
@@ -24,6 +24,7 @@ from sitesync.fetch.base import (
     parse_retry_after,
 )
 from sitesync.fetch.netpolicy import GuardedResolver, NetworkPolicy, forbidden_cause
+from sitesync.fetch.text import header_text, safe_text
 from sitesync.urls import resolve_link
 
 DEFAULT_USER_AGENT = "sitesync/0.1 (+https://github.com/sitesync/sitesync)"
@@ -125,7 +126,7 @@ class HttpFetcher:
             async with self._session.get(
                 yarl.URL(url, encoded=True), allow_redirects=False
             ) as response:
-                headers = {k.lower(): v for k, v in response.headers.items()}
+                headers = _text_headers(response.headers.items())
                 status = response.status
                 if status in _REDIRECT_STATUSES:
                     return FetchResult(url=url, outcome=FetchOutcome.SUCCESS, status=status,
@@ -182,6 +183,12 @@ class HttpFetcher:
         return b"".join(chunks), False
 
 
+def _text_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Header names lower-cased and values kept as text: a Latin-1 byte is a character, never
+    a lone surrogate that the store would refuse (see :mod:`sitesync.fetch.text`)."""
+    return {header_text(name).lower(): header_text(value) for name, value in items}
+
+
 def _classify(
     status: int, headers: Mapping[str, str], body: bytes
 ) -> tuple[FetchOutcome, str | None]:
@@ -226,7 +233,9 @@ def _chain_failure(
 
 
 def _failed(url: str, outcome: FetchOutcome, error: str, started: float) -> FetchResult:
-    return FetchResult(url=url, outcome=outcome, error=error, elapsed=time.monotonic() - started)
+    # aiohttp's messages may quote what the server sent, undecoded.
+    elapsed = time.monotonic() - started
+    return FetchResult(url=url, outcome=outcome, error=safe_text(error), elapsed=elapsed)
 
 
 __all__ = ["DEFAULT_USER_AGENT", "HttpFetcher"]

@@ -4,24 +4,35 @@
 the HTML at most once (lazily, in :class:`ParsedPage`) and shares the tree between plugins,
 runs each plugin, and turns a plugin's exception into an error line on that page: a plugin
 can cost a page its own records, never the crawl. Output of third-party plugins is checked
-(records well-formed, data JSON-serializable, links normalized) before it reaches the store,
-where one bad value would fail a whole batch of reports; built-ins are trusted to be right.
+(records well-formed, data JSON-serializable and at most ``max_record_bytes``, links
+normalized) before it reaches the store, where one bad value would fail a whole batch of
+reports; built-ins are trusted to be right.
+
+Every plugin that awaits runs under ``plugin_timeout_seconds``. A third-party plugin whose
+``process`` is not ``async`` runs on a daemon thread (under the same timeout), so that one that
+blocks costs its page, not the event loop with every lease and heartbeat on it. Built-ins
+that are not ``async`` run inline: they are bounded and the hot path has no room for a thread
+hop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from sitesync.errors import ConfigError, NotConfigured
+from sitesync.fetch.text import safe_text
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run
 from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput
 from sitesync.plugins.loader import LoadedPlugin, discover
+from sitesync.plugins.threads import DaemonThreads
 from sitesync.urls import resolve_link
 
 if TYPE_CHECKING:
@@ -30,6 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _NOTHING = ProcessedArtifact()
+#: Threads for blocking third-party plugins; beyond them calls queue (and time out).
+_PLUGIN_THREADS = 8
+#: Longest error line one plugin leaves on a page.
+_MAX_ERROR_CHARS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,19 +55,32 @@ class RunPlugin:
     plugin: Plugin
     trusted: bool = False  # a built-in: its output is not re-checked
     sees_failed_roots: bool = False
+    off_loop: bool = False  # a third-party plugin that is not async: called on a thread
 
     @classmethod
     def of(cls, name: str, plugin: Plugin, *, trusted: bool = False) -> RunPlugin:
         sees = bool(getattr(plugin, "sees_failed_roots", False))
-        return cls(name=name, plugin=plugin, trusted=trusted, sees_failed_roots=sees)
+        off_loop = not trusted and not inspect.iscoroutinefunction(plugin.process)
+        return cls(
+            name=name, plugin=plugin, trusted=trusted, sees_failed_roots=sees, off_loop=off_loop
+        )
 
 
 class PluginPipeline:
     """Runs a run's plugins on each artifact; implements ``runs.page.ArtifactProcessor``."""
 
-    def __init__(self, plugins: Sequence[RunPlugin]) -> None:
+    def __init__(
+        self,
+        plugins: Sequence[RunPlugin],
+        *,
+        timeout: float = 30.0,
+        max_record_bytes: int | None = 1024 * 1024,
+    ) -> None:
         self.plugins = tuple(plugins)
         self._for_failures = tuple(p for p in self.plugins if p.sees_failed_roots)
+        self.timeout = timeout
+        self.max_record_bytes = max_record_bytes
+        self._threads = DaemonThreads(_PLUGIN_THREADS, name="plugin")
 
     @property
     def names(self) -> list[str]:
@@ -69,24 +97,46 @@ class PluginPipeline:
         errors: list[str] = []
         for run_plugin in plugins:
             try:
-                output = run_plugin.plugin.process(artifact, page)
-                if inspect.isawaitable(output):
-                    output = await output
-                soft = _collect(run_plugin, artifact, output, records, links)
-            except Exception as exc:  # a plugin's bug costs its own output on this page only
-                message = " ".join(f"{type(exc).__name__}: {exc}".split())
-                log.warning(
-                    "plugin %s failed on %s: %s", run_plugin.name, artifact.final_url, message
-                )
-                errors.append(f"{run_plugin.name}: {message}")
+                output = await self._call(run_plugin, artifact, page)
+                soft = _collect(run_plugin, artifact, output, records, links, self.max_record_bytes)
+            except _PluginTimeout:
+                message = f"timed out after {self.timeout:g}s (plugin_timeout_seconds)"
+                self._failed(run_plugin, artifact, message, errors)
+                if run_plugin.off_loop:  # its thread may still be reading the tree
+                    page = ParsedPage(artifact)
                 continue
-            errors.extend(f"{run_plugin.name}: {error}" for error in soft)
+            except Exception as exc:  # a plugin's bug costs its own output on this page only
+                self._failed(run_plugin, artifact, f"{type(exc).__name__}: {exc}", errors)
+                continue
+            errors.extend(f"{run_plugin.name}: {_line(error)}" for error in soft)
         if not (records or links or errors):
             return _NOTHING
         return ProcessedArtifact(records=tuple(records), links=tuple(links), errors=tuple(errors))
 
+    async def _call(self, run_plugin: RunPlugin, artifact: CrawlArtifact, page: ParsedPage) -> Any:
+        """One plugin's output on one page, within the timeout wherever one can act."""
+        process = run_plugin.plugin.process
+        if run_plugin.off_loop:
+            async with _timeout(self.timeout):
+                output = await self._threads.run(process, artifact, page)
+                return await output if inspect.isawaitable(output) else output
+        output = process(artifact, page)  # sync built-ins: inline, nothing could stop them
+        if inspect.isawaitable(output):
+            async with _timeout(self.timeout):
+                return await output
+        return output
+
+    @staticmethod
+    def _failed(
+        run_plugin: RunPlugin, artifact: CrawlArtifact, message: str, errors: list[str]
+    ) -> None:
+        message = _line(message)
+        log.warning("plugin %s failed on %s: %s", run_plugin.name, artifact.final_url, message)
+        errors.append(f"{run_plugin.name}: {message}")
+
     async def close(self) -> None:
         """Close every plugin that has a ``close``; a failure is logged, never raised."""
+        self._threads.close()
         for run_plugin in self.plugins:
             closer = getattr(run_plugin.plugin, "close", None)
             if closer is None:
@@ -120,7 +170,9 @@ def build_pipeline(settings: Settings, run: Run | None = None) -> PluginPipeline
     found = discover(settings.plugins, strict=strict)
     context = PluginContext(settings=settings, run=run)
     built = [p for p in (_build(loaded, context, strict) for loaded in found.loaded) if p]
-    return PluginPipeline(built)
+    return PluginPipeline(
+        built, timeout=settings.plugin_timeout_seconds, max_record_bytes=settings.max_record_bytes
+    )
 
 
 def _build(loaded: LoadedPlugin, context: PluginContext, strict: bool) -> RunPlugin | None:
@@ -153,6 +205,7 @@ def _collect(
     output: PluginOutput,
     records: list[AssetRecord],
     links: list[str],
+    max_record_bytes: int | None = None,
 ) -> tuple[str, ...]:
     """Add one plugin's output to the page's, and return its soft errors.
 
@@ -165,14 +218,14 @@ def _collect(
     else:
         produced, extra, soft = tuple(output), (), ()
     if not run_plugin.trusted:
-        _check_records(produced)
+        _check_records(produced, max_record_bytes)
         extra = tuple(_normalized_links(artifact.final_url, extra))
     records.extend(produced)
     links.extend(extra)
-    return tuple(" ".join(str(error).split()) for error in soft)
+    return tuple(str(error) for error in soft)
 
 
-def _check_records(records: Sequence[Any]) -> None:
+def _check_records(records: Sequence[Any], max_bytes: int | None = None) -> None:
     for record in records:
         if not isinstance(record, AssetRecord):
             raise TypeError(f"returned {type(record).__name__}, not an AssetRecord")
@@ -183,7 +236,35 @@ def _check_records(records: Sequence[Any]) -> None:
         if record.body is not None and not isinstance(record.body, bytes):
             raise TypeError(f"record body must be bytes or None, got {type(record.body).__name__}")
         # Would fail inside the report transaction otherwise, and take the batch with it.
-        json.dumps(record.data, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(record.data, ensure_ascii=False).encode("utf-8")
+        size = len(data) + len(record.key) + len(record.url)
+        if max_bytes is not None and size > max_bytes:
+            raise ValueError(
+                f"record {record.key[:100]} is {size} bytes, over max_record_bytes ({max_bytes})"
+            )
+
+
+class _PluginTimeout(Exception):
+    """The plugin timeout expired (not a TimeoutError the plugin raised itself)."""
+
+
+@contextlib.asynccontextmanager
+async def _timeout(seconds: float) -> AsyncIterator[None]:
+    """``asyncio.timeout``, its expiry told apart from a TimeoutError the plugin raised."""
+    scope = asyncio.timeout(seconds)
+    try:
+        async with scope:
+            yield
+    except TimeoutError:
+        if scope.expired():
+            raise _PluginTimeout from None
+        raise
+
+
+def _line(message: str) -> str:
+    """One short storable line: plugin messages may quote server data of any size or bytes."""
+    line = " ".join(safe_text(message).split())
+    return line if len(line) <= _MAX_ERROR_CHARS else line[: _MAX_ERROR_CHARS - 1] + "…"
 
 
 def _normalized_links(base: str, links: Iterable[Any]) -> Iterable[str]:

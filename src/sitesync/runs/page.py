@@ -17,10 +17,11 @@ from typing import Any, Protocol
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
+from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
-from sitesync.plugins.builtin.links import extract_links
+from sitesync.plugins.builtin.links import PageLinks, count_anchors, extract_links
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.store.base import Store
 from sitesync.urls import url_host
@@ -69,6 +70,8 @@ class PageAttempts:
         max_retry_after: float,
         plugins: ArtifactProcessor | None = None,
         halted: Callable[[], bool] = _never,
+        max_links: int | None = None,
+        max_parse_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.halted = halted
@@ -80,6 +83,8 @@ class PageAttempts:
         self.retry = retry
         self.max_retry_after = max_retry_after
         self.plugins = plugins
+        self.max_links = max_links  # links admitted per page (plugins' included)
+        self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         try:
@@ -116,24 +121,49 @@ class PageAttempts:
             await self.store.save_host_pause(lease.host, until=until)
         if lease.depth == 0 and result.redirects:
             await self._record_root_redirect(lease, result)
-        report, links = self._report(lease, result)
+        # Decoded once, for the link extraction and the plugins alike.
+        wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
+        text = self._html_text(result) if wanted else None
+        report, links = self._report(lease, result, text)
         if lease.depth == 0 and report.outcome == FetchOutcome.BLOCKED.value:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
         if self.plugins is not None and (report.ok or lease.depth == 0):
-            report = await self._run_plugins(lease, result, report, links)
+            report = await self._run_plugins(lease, result, report, links, text)
         return report
 
+    def _html_text(self, result: FetchResult) -> str | None:
+        """The HTML body as text, up to ``max_parse_bytes``: what is parsed is bounded,
+        however large a body the fetch was allowed."""
+        if not (result.is_html and result.body):
+            return None
+        body = result.body
+        cut = self._parse_cut(body)
+        if cut is not None:
+            body = body[:cut]
+        return decode_html(body, result.headers.get("content-type", ""))
+
+    def _parse_cut(self, body: bytes) -> int | None:
+        """Where the parsed part of ``body`` ends (at a ``<``, so that no tag is cut in two
+        and the rest can be counted exactly), or None when all of it is parsed."""
+        limit = self.max_parse_bytes
+        if limit is None or len(body) <= limit:
+            return None
+        cut = body.rfind(b"<", 0, limit + 1)
+        return cut if cut > 0 else limit
+
     async def _run_plugins(
-        self, lease: Lease, result: FetchResult | None, report: TaskReport, links: list[str]
+        self,
+        lease: Lease,
+        result: FetchResult | None,
+        report: TaskReport,
+        links: list[str],
+        text: str | None = None,
     ) -> TaskReport:
         """Plugins see every answered fetch; what they make is committed with the report."""
         assert self.plugins is not None
         if result is None:  # robots.txt kept us from asking
             result = FetchResult(url=lease.url, outcome=FetchOutcome.BLOCKED)
-        text = None
-        if result.is_html and result.body:
-            text = decode_html(result.body, result.headers.get("content-type", ""))
         artifact = CrawlArtifact(
             run_id=lease.run_id,
             task_id=lease.task_id,
@@ -148,11 +178,13 @@ class PageAttempts:
             redirects=report.redirects,
             elapsed=result.elapsed,
             links=tuple(links),
+            links_truncated=getattr(links, "truncated", 0),
         )
         produced = await self.plugins.process(artifact, tree=getattr(links, "tree", None))
         discovered = report.discovered
-        if produced.links:
-            extra = self.frontier.candidates(produced.links, depth=lease.depth + 1)
+        room = len(produced.links) if self.max_links is None else self.max_links - len(links)
+        if produced.links and room > 0:
+            extra = self.frontier.candidates(produced.links[:room], depth=lease.depth + 1)
             discovered = (*discovered, *extra)
         errors = "; ".join(produced.errors)
         return replace(
@@ -203,7 +235,9 @@ class PageAttempts:
             run = await self.store.extend_scope(lease.run_id, [canonical])
             self.frontier.refresh(run)
 
-    def _report(self, lease: Lease, result: FetchResult) -> tuple[TaskReport, list[str]]:
+    def _report(
+        self, lease: Lease, result: FetchResult, text: str | None
+    ) -> tuple[TaskReport, list[str]]:
         """The report of a fetch, and the links found in it (normalized, before scoping)."""
         base = TaskReport(
             lease=lease,
@@ -223,9 +257,8 @@ class PageAttempts:
             return replace(base, error=describe(result), give_up=True), []
         discovered: tuple[NewTask, ...] = ()
         links: list[str] = []
-        if result.outcome is FetchOutcome.SUCCESS and result.is_html and result.body:
-            text = decode_html(result.body, result.headers.get("content-type", ""))
-            links = extract_links(text, result.final_url or lease.url)
+        if result.outcome is FetchOutcome.SUCCESS and text is not None:
+            links = self._links(text, result)
             discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
         report = replace(
             base,
@@ -235,6 +268,14 @@ class PageAttempts:
             error=None if result.outcome is FetchOutcome.SUCCESS else describe(result),
         )
         return report, links
+
+    def _links(self, text: str, result: FetchResult) -> PageLinks:
+        links = extract_links(text, result.final_url or result.url, limit=self.max_links)
+        cut = self._parse_cut(result.body)
+        if cut is not None:
+            # Not parsed, but counted: the links record says how many were left out.
+            links.truncated += count_anchors(memoryview(result.body)[cut:])
+        return links
 
 
 def _any_url(url: str) -> bool:
@@ -265,5 +306,5 @@ def decode_html(body: bytes, content_type: str) -> str:
 
 def describe(result: FetchResult) -> str:
     if result.error:
-        return f"{result.outcome.value}: {result.error}"
+        return f"{result.outcome.value}: {safe_text(result.error)}"
     return f"{result.outcome.value}: HTTP {result.status}"

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
+from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
@@ -79,6 +80,8 @@ class WorkerOptions:
     claim_safety: float = 65.0  # a fetch starts only while its host's claim has this left
     max_claims: int | None = None
     stats_flush_interval: int = 100  # pages between per-host counter flushes; 0 = at end
+    max_links_per_page: int | None = 5000  # links admitted per page; None = all
+    max_parse_bytes: int | None = 4 * 1024 * 1024  # HTML parsed per page; None = all
 
     @property
     def heartbeat(self) -> float:
@@ -115,6 +118,11 @@ _DRAIN_ON = frozenset({RunStatus.PAUSED, RunStatus.COMPLETED})
 
 #: Longest wait before a worker looks at its fair share of hosts again.
 CLAIM_REFRESH_SECONDS = 2.0
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one storable line (its message may quote server data)."""
+    return safe_text(" ".join(f"{type(exc).__name__}: {exc}".split()))
 
 
 def new_worker_id() -> str:
@@ -179,6 +187,8 @@ class CrawlWorker:
             max_retry_after=self.options.max_retry_after,
             plugins=plugins,
             halted=self._leaving,
+            max_links=self.options.max_links_per_page,
+            max_parse_bytes=self.options.max_parse_bytes,
         )
         self._queue = HostDispatcher(self._limiter)
         self._held: Counter[str] = Counter()
@@ -399,11 +409,11 @@ class CrawlWorker:
             except Exception as exc:
                 # A bug on one page (a parser crash, a fetcher fault) is recorded on that
                 # page and retried like any failure; it never takes the crawl down.
-                log.exception("internal error on %s", lease.url)
+                log.exception("internal error on %s", safe_text(lease.url))
                 outcome = TaskReport(
                     lease=lease,
                     ok=False,
-                    error=f"internal error: {type(exc).__name__}: {exc}",
+                    error=f"internal error: {_one_line(exc)}",
                     retry_delay=self.options.retry.delay(lease.attempt_count),
                 )
             self._queue.done(lease.host)
@@ -443,7 +453,15 @@ class CrawlWorker:
         if not self._reports:
             return
         batch, self._reports = self._reports, []
-        verdicts = await self.store.report(self.run_id, batch)
+        try:
+            verdicts = await self.store.report(self.run_id, batch)
+        except Exception as exc:
+            # One report the store refuses must not take its batch (and the worker) with it.
+            log.warning(
+                "a batch of %d reports failed (%s); storing them one by one",
+                len(batch), _one_line(exc),
+            )  # fmt: skip
+            verdicts = [await self._report_alone(report) for report in batch]
         for report, verdict in zip(batch, verdicts, strict=True):
             self._held[report.lease.host] -= 1
             self._held_total -= 1
@@ -461,6 +479,26 @@ class CrawlWorker:
         if interval and self._uncounted >= interval:
             self._uncounted = 0
             await self.store.flush_host_stats(self.run_id)
+
+    async def _report_alone(self, report: TaskReport) -> ReportVerdict:
+        """Store one report; if the store refuses it, fail its task with the reason instead.
+
+        The bare failure carries nothing the page produced (records, links), so what the store
+        refused cannot be in it; if even that fails, the store itself is in trouble and the
+        exception goes up.
+        """
+        try:
+            [verdict] = await self.store.report(self.run_id, [report])
+            return verdict
+        except Exception as exc:
+            error = f"report could not be stored: {_one_line(exc)}"
+            log.error("%s: %s", report.lease.url, error)
+        bare = TaskReport(
+            lease=report.lease, ok=False, http_status=report.http_status, error=error,
+            give_up=True, outcome=report.outcome, final_url=report.final_url,
+        )  # fmt: skip
+        [verdict] = await self.store.report(self.run_id, [bare])
+        return verdict
 
     # -- heartbeat ------------------------------------------------------------------------
 

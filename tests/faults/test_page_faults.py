@@ -1,0 +1,314 @@
+"""Faults of one page stay with that page (issue 10, items 1 and 8), through the real CLI.
+
+Each test runs ``sitesync crawl`` in a subprocess against a raw loopback server (raw, because
+aiohttp's own server will not send a header byte that is not UTF-8), on SQLite and on
+PostgreSQL, and ends the same way: the run ``completed``, every page requested exactly once,
+and the run's stored counters equal to a recount of its tasks. The misbehaving plugins are
+tests/plugin_packages/faulty, installed into the child through its ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sitesync.models import RecordVersion, RunStatus, Task, TaskState
+from sitesync.store import open_store
+from tests.acceptance._cli import crawl_args, read_run
+
+FAULTY_PLUGINS = Path(__file__).parents[1] / "plugin_packages" / "faulty"
+
+
+@dataclass
+class Page:
+    body: bytes = b""
+    status: int = 200
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    content_type: bytes = b"text/html; charset=utf-8"
+
+
+def html(*links: str, text: str = "") -> bytes:
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+    return f"<html><head><title>t</title></head><body>{anchors}{text}</body></html>".encode()
+
+
+class RawSite:
+    """A loopback HTTP/1.0 server that writes each response's bytes exactly as given."""
+
+    def __init__(self, pages: dict[str, Page]) -> None:
+        self.pages = pages
+        self.hits: collections.Counter[str] = collections.Counter()
+        self.first_hit: dict[str, float] = {}
+        lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with lock:
+                    site.hits[self.path] += 1
+                    site.first_hit.setdefault(self.path, time.monotonic())
+                page = site.pages.get(self.path, Page(html(), status=404))
+                head = [f"HTTP/1.0 {page.status} X".encode(), b"Content-Type: " + page.content_type]
+                head += [name + b": " + value for name, value in page.headers]
+                head.append(b"Content-Length: " + str(len(page.body)).encode())
+                self.wfile.write(b"\r\n".join(head) + b"\r\n\r\n" + page.body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> RawSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@dataclass
+class Crawled:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_rss_mb: float
+
+
+def crawl(
+    db_url: str,
+    seed: str,
+    *,
+    settings: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    extra: tuple[str, ...] = (),
+    timeout: float = 100.0,
+) -> Crawled:
+    """``sitesync crawl SEED`` in a subprocess; its peak RSS from the kernel (wait4)."""
+    child = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    child.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
+    paths = [str(FAULTY_PLUGINS), child.get("PYTHONPATH", "")]
+    child["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
+    child.update(env or {})
+    command = [sys.executable, "-m", "sitesync", "crawl", seed, *crawl_args(db_url, *extra)]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=child)
+        while True:
+            # wait4, not Popen.wait: only it returns the child's own rusage (ru_maxrss).
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - started > timeout:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        return Crawled(proc.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024)
+
+
+def records(db_url: str, kind: str) -> dict[str, RecordVersion]:
+    async def go() -> list[RecordVersion]:
+        store = await open_store(db_url)
+        try:
+            return await store.records_of_run(1, kind=kind)
+        finally:
+            await store.close()
+
+    return {record.url: record for record in asyncio.run(go())}
+
+
+def finished(db_url: str, crawled: Crawled, site: RawSite) -> dict[str, Task]:
+    """Assert the ending every fault test shares; the run's tasks by URL."""
+    assert crawled.returncode == 0, crawled.stderr[-3000:]
+    assert "Traceback" not in crawled.stderr, crawled.stderr[-3000:]
+    run, counts, tasks = read_run(db_url)
+    assert run.status is RunStatus.COMPLETED, run
+    assert site.hits and set(site.hits.values()) == {1}, site.hits  # every page fetched once
+    # The stored counters equal a recount of the tasks.
+    assert run.counters.tasks_total == len(tasks) == sum(counts.values())
+    assert run.counters.completed == counts[TaskState.COMPLETED]
+    assert run.counters.failed == counts[TaskState.FAILED]
+    assert run.counters.pending == counts[TaskState.PENDING] == 0
+    assert run.counters.assigned == counts[TaskState.ASSIGNED] == 0
+    assert run.counters.pages_fetched == sum(1 for t in tasks if t.http_status)
+    return {task.url: task for task in tasks}
+
+
+@pytest.fixture
+def faulty_site() -> Iterator[RawSite]:
+    """A root, two ordinary pages and ``/fault``, where the faulty plugins misbehave."""
+    pages = {
+        "/": Page(html("/a", "/fault", "/b")),
+        "/a": Page(html(text="a")),
+        "/b": Page(html(text="b")),
+        "/fault": Page(html("/a", text="fault")),
+    }
+    with RawSite(pages) as site:
+        yield site
+
+
+# -- bytes a server sends ---------------------------------------------------------------
+
+
+def test_a_latin1_header_value_is_kept_as_text(db_url: str) -> None:
+    pages = {
+        "/": Page(html("/a"), headers=[(b"X-Bad", b"caf\xe9"), (b"X-Mixed", b"\xc3\xa9t\xe9")]),
+        "/a": Page(html(text="a"), headers=[(b"Content-Language", b"fr\xff")]),
+    }
+    with RawSite(pages) as site:
+        crawled = crawl(db_url, site.url + "/", settings={"plugins": "page,links"})
+        tasks = finished(db_url, crawled, site)
+    assert {t.state for t in tasks.values()} == {TaskState.COMPLETED}
+    assert site.hits == {"/": 1, "/a": 1}
+    page = records(db_url, "page")
+    headers = page[site.url + "/"].data["headers"]
+    # The Latin-1 byte is its character; valid UTF-8 stays UTF-8: nothing lost, nothing raised.
+    assert headers["x-bad"] == "café"
+    assert headers["x-mixed"] == "été"
+    assert page[site.url + "/a"].data["headers"]["content-language"] == "frÿ"
+
+
+def test_a_location_that_is_not_utf8_is_followed_or_recorded_as_text(db_url: str) -> None:
+    pages = {
+        "/": Page(html("/moved", "/bad-host")),
+        "/moved": Page(status=302, headers=[(b"Location", b"/x\xff")]),
+        "/x%C3%BF": Page(html(text="arrived")),
+        "/bad-host": Page(status=302, headers=[(b"Location", b"http://\xff\xfe:1/")]),
+    }
+    with RawSite(pages) as site:
+        crawled = crawl(db_url, site.url + "/", settings={"plugins": ""})
+        tasks = finished(db_url, crawled, site)
+    assert site.hits == {"/": 1, "/moved": 1, "/x%C3%BF": 1, "/bad-host": 1}
+    moved = tasks[site.url + "/moved"]
+    assert moved.state is TaskState.COMPLETED and moved.http_status == 200
+    assert moved.final_url == site.url + "/x%C3%BF"
+    bad = tasks[site.url + "/bad-host"]
+    assert bad.state is TaskState.COMPLETED and bad.outcome == "redirect_not_followed"
+    assert bad.last_error is not None and "http://ÿþ:1/" in bad.last_error
+
+
+# -- plugins that go wrong --------------------------------------------------------------
+
+
+def plugin_crawl(
+    db_url: str, site: RawSite, plugin: str, mode: str, seconds: str = "", **settings: str
+) -> Crawled:
+    """A crawl with ``plugin`` (and ``links``) doing ``mode`` on ``/fault``."""
+    env = {"FAULTY_PLUGIN_MODE": mode, "FAULTY_PLUGIN_SECONDS": seconds or "25"}
+    settings = {"plugins": f"{plugin},links", **settings}
+    return crawl(db_url, site.url + "/", settings=settings, env=env)
+
+
+def assert_fault_page_alone(db_url: str, site: RawSite, tasks: dict[str, Task], error: str) -> None:
+    """``/fault`` records the plugin's failure; its other records and every other page's stay."""
+    assert {t.state for t in tasks.values()} == {TaskState.COMPLETED}
+    fault = tasks[site.url + "/fault"]
+    assert fault.last_error is not None and error in fault.last_error, fault.last_error
+    assert all(t.last_error is None for url, t in tasks.items() if url != fault.url)
+    faulty = records(db_url, "faulty")
+    assert set(faulty) == {site.url + "/", site.url + "/a", site.url + "/b"}
+    assert set(records(db_url, "links")) == {site.url + p for p in ("/", "/a", "/b", "/fault")}
+
+
+def test_a_plugin_that_raises_costs_its_own_output_on_that_page(
+    db_url: str, faulty_site: RawSite
+) -> None:
+    crawled = plugin_crawl(db_url, faulty_site, "faulty", "raise")
+    tasks = finished(db_url, crawled, faulty_site)
+    assert_fault_page_alone(db_url, faulty_site, tasks, "faulty: RuntimeError: cannot make sense")
+
+
+def test_a_plugin_that_awaits_for_ever_times_out_on_that_page(
+    db_url: str, faulty_site: RawSite
+) -> None:
+    crawled = plugin_crawl(db_url, faulty_site, "faulty-async", "hang", plugin_timeout_seconds="2")
+    tasks = finished(db_url, crawled, faulty_site)
+    assert_fault_page_alone(
+        db_url, faulty_site, tasks, "faulty-async: timed out after 2s (plugin_timeout_seconds)"
+    )
+
+
+def test_a_plugin_that_blocks_past_its_timeout_neither_holds_the_crawl_nor_its_exit(
+    db_url: str, faulty_site: RawSite
+) -> None:
+    crawled = plugin_crawl(
+        db_url, faulty_site, "faulty", "block", plugin_timeout_seconds="2", seconds="600"
+    )
+    tasks = finished(db_url, crawled, faulty_site)
+    assert_fault_page_alone(db_url, faulty_site, tasks, "faulty: timed out after 2s")
+    assert crawled.seconds < 60  # the thread still sleeping did not keep the process alive
+
+
+def test_a_plugin_that_blocks_does_not_freeze_the_worker(db_url: str) -> None:
+    """``time.sleep`` in a plugin runs off the event loop: while it sleeps (within its
+    timeout, so its record is kept), the worker fetches every other page."""
+    others = [f"/p{n}" for n in range(30)]
+    pages = {"/": Page(html("/fault", *others)), "/fault": Page(html(text="slow"))}
+    pages.update({path: Page(html(text=path)) for path in others})
+    with RawSite(pages) as site:
+        crawled = plugin_crawl(db_url, site, "faulty", "block", seconds="8")
+        tasks = finished(db_url, crawled, site)
+    assert {t.state for t in tasks.values()} == {TaskState.COMPLETED}
+    assert all(t.last_error is None for t in tasks.values())
+    assert site.url + "/fault" in records(db_url, "faulty")  # slow, not failed
+    blocked_from = site.first_hit["/fault"]
+    # A frozen loop would fetch nothing more for 8 s; 6 s leaves room for a busy machine.
+    assert max(site.first_hit[path] for path in others) < blocked_from + 6
+
+
+def test_a_plugin_record_over_the_size_cap_is_refused_on_that_page(
+    db_url: str, faulty_site: RawSite
+) -> None:
+    crawled = plugin_crawl(db_url, faulty_site, "faulty", "bloat")
+    tasks = finished(db_url, crawled, faulty_site)
+    assert_fault_page_alone(db_url, faulty_site, tasks, "over max_record_bytes (1048576)")
+
+
+# -- a page of a million links ----------------------------------------------------------
+
+
+def test_a_million_link_page_is_capped_and_bounded_in_memory(db_url: str) -> None:
+    links = 1_000_000
+    body = b"".join(
+        [b"<html><head><title>many</title></head><body>"]
+        + [b'<a href="/p/%d">%d</a>\n' % (n, n) for n in range(links)]
+        + [b"</body></html>"]
+    )
+    assert len(body) > 25_000_000
+    pages = {"/": Page(body)}
+    pages.update({f"/p/{n}": Page(html(text=str(n))) for n in range(60)})
+    with RawSite(pages) as site:
+        crawled = crawl(
+            db_url,
+            site.url + "/",
+            settings={"max_body_bytes": str(64 * 1024 * 1024)},  # the page is fetched whole
+            extra=("--max-pages", "50"),
+        )
+        tasks = finished(db_url, crawled, site)
+    assert crawled.peak_rss_mb < 300, crawled.peak_rss_mb
+    assert len(tasks) == 50
+    record = records(db_url, "links")[site.url + "/"]
+    assert len(record.data["internal"]) + len(record.data["external"]) == 5000
+    assert record.data["internal"][:2] == [site.url + "/p/0", site.url + "/p/1"]
+    assert record.data["truncated"] == links - 5000
