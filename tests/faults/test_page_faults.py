@@ -24,9 +24,23 @@ from pathlib import Path
 
 import pytest
 
-from sitesync.models import RecordVersion, RunStatus, Task, TaskState
+from sitesync.fetch.base import FetchLimits
+from sitesync.fetch.http import HttpFetcher
+from sitesync.models import (
+    AssetRecord,
+    CrawlArtifact,
+    ProcessedArtifact,
+    RecordVersion,
+    RunConfig,
+    RunStatus,
+    Task,
+    TaskState,
+)
+from sitesync.runs.worker import CrawlWorker, WorkerExit, WorkerOptions
 from sitesync.store import open_store
-from tests.acceptance._cli import crawl_args, read_run
+from sitesync.store.base import Store
+from sitesync.testing import OPEN_LOOPBACK
+from tests.acceptance._cli import KEPT, crawl_args, read_run
 
 FAULTY_PLUGINS = Path(__file__).parents[1] / "plugin_packages" / "faulty"
 
@@ -101,7 +115,7 @@ def crawl(
     timeout: float = 100.0,
 ) -> Crawled:
     """``sitesync crawl SEED`` in a subprocess; its peak RSS from the kernel (wait4)."""
-    child = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    child = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
     child.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
     paths = [str(FAULTY_PLUGINS), child.get("PYTHONPATH", "")]
     child["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
@@ -312,3 +326,51 @@ def test_a_million_link_page_is_capped_and_bounded_in_memory(db_url: str) -> Non
     assert len(record.data["internal"]) + len(record.data["external"]) == 5000
     assert record.data["internal"][:2] == [site.url + "/p/0", site.url + "/p/1"]
     assert record.data["truncated"] == links - 5000
+
+
+# -- a report the store refuses (in process: no shipped plugin can make one) ---------------
+
+
+class PoisonPlugins:
+    """An ``ArtifactProcessor`` whose record for ``/poison`` the store cannot write (a lone
+    surrogate in its data), as a trusted plugin's bug could make; every other page's is fine."""
+
+    async def process(self, artifact: CrawlArtifact, *, tree: object = None) -> ProcessedArtifact:
+        text = "caf\udce9" if artifact.final_url.endswith("/poison") else "fine"
+        record = AssetRecord(
+            key=f"poison:{artifact.final_url}", kind="poison", url=artifact.final_url,
+            content_hash=text.encode("utf-8", "surrogateescape").hex(), data={"text": text},
+        )  # fmt: skip
+        return ProcessedArtifact(records=(record,))
+
+
+async def test_a_report_the_store_refuses_fails_its_task_alone(store: Store) -> None:
+    pages = {"/": Page(html("/a", "/poison", "/b", "/c"))}
+    pages.update({path: Page(html(text=path)) for path in ("/a", "/poison", "/b", "/c")})
+    with RawSite(pages) as site:
+        run = await store.create_run(RunConfig(seeds=(site.url + "/",)))
+        run = await store.transition_run(run.id, RunStatus.RUNNING)
+        # One report batch a second: the poisoned report shares its batch with good ones.
+        options = WorkerOptions(
+            per_host_delay=0, per_host_concurrency=0, respect_robots=False, sitemaps=False,
+            report_interval=1.0, claim_seconds=30, claim_safety=5,
+        )  # fmt: skip
+        async with HttpFetcher(network=OPEN_LOOPBACK, limits=FetchLimits(total_timeout=5)) as f:
+            worker = CrawlWorker(store, run, f, options=options, plugins=PoisonPlugins())
+            assert await asyncio.wait_for(worker.run(), 60) is WorkerExit.DRAINED
+    assert site.hits == dict.fromkeys(pages, 1)
+    run = await store.get_run(run.id)
+    assert run.status is RunStatus.COMPLETED
+    tasks = {task.url: task for task in await store.list_tasks(run.id)}
+    poison = tasks.pop(site.url + "/poison")
+    assert poison.state is TaskState.FAILED and poison.http_status == 200
+    assert poison.last_error is not None
+    assert poison.last_error.startswith("report could not be stored: UnicodeEncodeError")
+    assert {task.state for task in tasks.values()} == {TaskState.COMPLETED}
+    stored = {record.url for record in await store.records_of_run(run.id, kind="poison")}
+    assert stored == set(tasks)  # every good page's record, none of the poisoned one
+    counts = await store.count_tasks(run.id)
+    assert run.counters.completed == counts[TaskState.COMPLETED] == 4
+    assert run.counters.failed == counts[TaskState.FAILED] == 1
+    assert run.counters.pages_fetched == 5
+    assert run.counters.pending == run.counters.assigned == 0
