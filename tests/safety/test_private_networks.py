@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sitesync.cli import app
+from sitesync.cli.supervise import _network_env
 from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
 from sitesync.fetch.base import FetchOutcome, RedirectHop
@@ -258,6 +260,7 @@ def test_a_seed_redirect_to_an_internal_address_is_refused_and_shown(tmp_path: P
     seed = by_url(tasks)[public.url("/")]
     assert_refused(seed, INTERNAL_IP)
     assert seed.redirects == ((public.url("/"), internal.url("/latest/meta-data/"), 302),)
+    assert seed.final_url is None  # it ended where it started: nothing inside was fetched
 
     shown = CliRunner().invoke(
         app, ["show", str(run.id), "--db", settings.db], env={"COLUMNS": "300"}
@@ -396,6 +399,10 @@ REFUSED_RANGES = {
     "fe80::/10": "link-local",
     "ff00::/8": "multicast",
     "2001:db8::/32": "reserved",
+    "192.0.0.0/24": "reserved",
+    "64:ff9b:1::/48": "reserved",
+    "3fff::/20": "reserved",
+    "::2:0/112": "reserved",  # inside the deprecated IPv4-compatible ::/96
 }
 
 
@@ -434,7 +441,8 @@ def test_ipv4_embedded_in_ipv6_is_refused_like_the_ipv4_address(
     mapped = ipaddress.IPv6Address(f"::ffff:{ip}")
     nat64 = ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::")) | int(ip))
     sixtofour = ipaddress.IPv6Address((0x2002 << 112) | (int(ip) << 80) | 1)
-    for form in (mapped, nat64, sixtofour):
+    siit = ipaddress.IPv6Address(f"::ffff:0:{ip}")
+    for form in (mapped, nat64, sixtofour, siit):
         assert address_kind(form) == f"{REFUSED_RANGES[cidr]} (IPv4 embedded in IPv6)", form
         assert NetworkPolicy().refusal(form) is not None
         # Opening the IPv4 network opens its embedded forms too.
@@ -543,3 +551,50 @@ def test_a_browser_crawl_records_the_refused_link_redirect(tmp_path: Path) -> No
     assert tasks[public.url("/p")].outcome == "success"
     assert_refused(tasks[public.url("/go")], INTERNAL_IP)
     assert_refused(tasks[internal.url("/")], INTERNAL_IP)
+
+
+# -- the flags, through the real CLI --------------------------------------------------------
+
+
+async def run_cli(*args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sitesync", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "COLUMNS": "300"},
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(process.communicate(), 90)
+    return process.returncode or 0, out.decode()
+
+
+async def test_crawl_flags_open_exactly_what_they_name(tmp_path: Path) -> None:
+    internal = StandIn(INTERNAL_IP)
+    internal.html("/", "<p>intranet</p>")
+    quick = ["--no-progress", "--no-robots", "--no-sitemaps", "--delay", "0", "--plugins", ""]
+    async with serving(internal):
+        closed, _ = await run_cli("crawl", internal.url("/"), "--db", str(tmp_path / "a.db"),
+                                  "--allow-network", f"{PUBLIC_IP}/32", *quick)  # fmt: skip
+        assert internal.log == []
+        shown = await run_cli("show", "1", "--db", str(tmp_path / "a.db"))
+        one, _ = await run_cli("crawl", internal.url("/"), "--db", str(tmp_path / "b.db"),
+                               "--allow-network", f"{INTERNAL_IP}/32", *quick)  # fmt: skip
+        every, _ = await run_cli("crawl", internal.url("/"), "--db", str(tmp_path / "c.db"),
+                                 "--allow-private-networks", *quick)  # fmt: skip
+    # The run completes either way; the refused URL is among its failed URLs.
+    assert (closed, one, every) == (0, 0, 0)
+    assert f"{FORBIDDEN}: {INTERNAL_IP} is a loopback address" in shown[1]
+    assert internal.log == ["/", "/"]
+
+
+def test_supervise_hands_its_opened_networks_to_its_workers() -> None:
+    settings = load_settings(allowed_networks=["10.0.0.0/8", "fd00::/8"])
+    env = _network_env(settings)
+    assert env == {
+        "SITESYNC_ALLOW_PRIVATE_NETWORKS": "false",
+        "SITESYNC_ALLOWED_NETWORKS": "10.0.0.0/8,fd00::/8",
+    }
+    os.environ.update(env)
+    try:
+        assert load_settings().network_policy() == settings.network_policy()
+    finally:
+        for name in env:
+            del os.environ[name]

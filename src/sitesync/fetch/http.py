@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import aiohttp
 import yarl
@@ -102,6 +103,10 @@ class HttpFetcher:
         current = url
         while True:
             result = await self._request(current, started)
+            if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS and hops:
+                # Never fetched: the chain ends at the last URL that answered (so the
+                # refused address is not taken for the seed's canonical host).
+                return replace(_with_chain(result, url, hops), final_url=hops[-1].from_url)
             location = result.headers.get("location")
             if result.status not in _REDIRECT_STATUSES or not location:
                 return _with_chain(result, url, hops)

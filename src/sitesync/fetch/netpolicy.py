@@ -5,7 +5,8 @@ Crawled pages and catalogue entries are untrusted: a redirect, a robots.txt, a s
 or an intranet host. By default every address that is not globally routable is refused:
 loopback, private (RFC 1918, RFC 4193), link-local, shared (100.64/10), multicast,
 unspecified and reserved, including the IPv6 forms that embed an IPv4 address
-(``::ffff:127.0.0.1``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``).
+(``::ffff:127.0.0.1``, SIIT ``::ffff:0:0:0/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``;
+the deprecated IPv4-compatible ``::/96`` is refused whatever it embeds).
 
 The check is made on the address actually connected to (:meth:`NetworkPolicy.socket_factory`,
 called by aiohttp right before each connect), so a name that resolves to a public address
@@ -38,6 +39,7 @@ _V4_RANGES: tuple[tuple[str, str], ...] = (
     ("169.254.0.0/16", "link-local"),
     ("100.64.0.0/10", "shared"),
     ("224.0.0.0/4", "multicast"),
+    ("192.0.0.0/24", "reserved"),  # IETF protocol assignments (Python calls some global)
 )
 _V6_RANGES: tuple[tuple[str, str], ...] = (
     ("::/128", "unspecified"),
@@ -46,10 +48,13 @@ _V6_RANGES: tuple[tuple[str, str], ...] = (
     ("fec0::/10", "private"),  # site-local: deprecated, still routed inside sites
     ("fe80::/10", "link-local"),
     ("ff00::/8", "multicast"),
+    ("::/96", "reserved"),  # IPv4-compatible (deprecated): never a real destination
+    ("64:ff9b:1::/48", "reserved"),  # local-use NAT64 (RFC 8215): translates to anything
+    ("3fff::/20", "reserved"),  # documentation (RFC 9637), newer than Python's tables
 )
 _NAMED = tuple((ipaddress.ip_network(cidr), name) for cidr, name in (*_V4_RANGES, *_V6_RANGES))
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_SIXTOFOUR = ipaddress.IPv6Network("2002::/16")
+_SIIT = ipaddress.IPv6Network("::ffff:0:0:0/96")  # IPv4-translated (RFC 2765)
 
 
 class ForbiddenAddress(OSError):
@@ -69,7 +74,7 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     """The IPv4 address an IPv6 address stands for, if it embeds one."""
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
-    if ip in _NAT64:
+    if ip in _NAT64 or ip in _SIIT:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip.sixtofour is not None:
         return ip.sixtofour
@@ -86,8 +91,8 @@ def address_kind(ip: IPAddress) -> str | None:
     for network, name in _NAMED:
         if ip.version == network.version and ip in network:
             return name
-    if not ip.is_global:
-        return "reserved"  # documentation, benchmarking, 240/4, IETF protocol ranges, ...
+    if not ip.is_global or ip.is_reserved:
+        return "reserved"  # documentation, benchmarking, 240/4, unassigned IPv6, ...
     return None
 
 
