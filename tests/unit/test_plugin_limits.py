@@ -116,3 +116,13 @@ def test_links_beyond_the_cap_are_counted_not_resolved() -> None:
     assert links.truncated == 20  # the repeated /p0 is not a link left out
     assert extract_links(html, URL, limit=30).truncated == 0
     assert count_anchors(b"<a href=1><A class=x HREF = 2><area href=3><a name=x>") == 2
+
+
+class Declared(Sleeper):
+    nonblocking = True
+
+
+async def test_a_plugin_declared_nonblocking_runs_inline() -> None:
+    declared = Declared(0)
+    await pipeline(("declared", declared)).process(PAGE)
+    assert declared.thread == threading.current_thread().name

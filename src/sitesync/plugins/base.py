@@ -113,6 +113,9 @@ class Plugin(Protocol):
 
     Optional attributes and methods, looked up with ``getattr``:
 
+    - ``nonblocking: bool = False``: a synchronous ``process`` that never blocks (no I/O, no
+      sleeps, bounded work): called on the event loop instead of a thread, saving a thread
+      hop per page; the timeout cannot interrupt it then.
     - ``sees_failed_roots: bool = False``: also receive a site root's artifact when the root
       could not be fetched (status 0: unreachable, timed out, or refused by robots.txt), so
       the plugin can record *why* a site has nothing (the navigation sampler does).
@@ -133,7 +136,9 @@ class Plugin(Protocol):
         Return the records (an iterable of :class:`AssetRecord`), or a
         :class:`ProcessedArtifact` to also contribute links (absolute or relative to the
         page; sitesync normalizes and scopes them) and soft errors, or None. ``process`` may
-        be ``async`` when it must wait for I/O; it must not block the event loop.
+        be ``async`` when it must wait for I/O; it must not block the event loop. A synchronous
+        ``process`` of a third-party plugin runs on a thread (unless ``nonblocking``); a call
+        awaited or run on a thread is bounded by ``plugin_timeout_seconds``.
 
         An exception costs this plugin this page only: it is logged and recorded on the
         page's task (``last_error``), and the crawl goes on.

@@ -55,12 +55,13 @@ class RunPlugin:
     plugin: Plugin
     trusted: bool = False  # a built-in: its output is not re-checked
     sees_failed_roots: bool = False
-    off_loop: bool = False  # a third-party plugin that is not async: called on a thread
+    off_loop: bool = False  # a third-party plugin that is not async (nor nonblocking): a thread
 
     @classmethod
     def of(cls, name: str, plugin: Plugin, *, trusted: bool = False) -> RunPlugin:
         sees = bool(getattr(plugin, "sees_failed_roots", False))
-        off_loop = not trusted and not inspect.iscoroutinefunction(plugin.process)
+        inline = trusted or bool(getattr(plugin, "nonblocking", False))
+        off_loop = not inline and not inspect.iscoroutinefunction(plugin.process)
         return cls(
             name=name, plugin=plugin, trusted=trusted, sees_failed_roots=sees, off_loop=off_loop
         )
