@@ -203,6 +203,28 @@ def test_a_latin1_header_value_is_kept_as_text(db_url: str) -> None:
     assert page[site.url + "/a"].data["headers"]["content-language"] == "frÿ"
 
 
+def test_a_charset_that_is_no_text_encoding_degrades_to_utf8(db_url: str) -> None:
+    """``charset=base64`` made decoding raise (the page failed after its retries);
+    ``charset=unicode_escape`` made lone surrogates that no store can write."""
+    pages = {
+        "/": Page(html("/b64", "/escape")),
+        "/b64": Page(html("/c", text="caf\u00e9"), content_type=b"text/html; charset=base64"),
+        "/escape": Page(
+            b"<title>caf\\udce9</title>" + html("/c"),
+            content_type=b"text/html; charset=unicode_escape",
+        ),
+        "/c": Page(html(text="c")),
+    }
+    with RawSite(pages) as site:
+        crawled = crawl(db_url, site.url + "/", settings={"plugins": "page,links"})
+        tasks = finished(db_url, crawled, site)
+    assert {t.state for t in tasks.values()} == {TaskState.COMPLETED}
+    assert all(t.last_error is None for t in tasks.values())
+    assert site.hits == dict.fromkeys(pages, 1)  # /c found on both pages, fetched once
+    page = records(db_url, "page")
+    assert page[site.url + "/escape"].data["title"] == "caf\ufffd"
+
+
 def test_a_location_that_is_not_utf8_is_followed_or_recorded_as_text(db_url: str) -> None:
     pages = {
         "/": Page(html("/moved", "/bad-host")),

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sitesync.fetch.text import header_text
+from sitesync.runs.page import decode_html
 
 # What a header value can hold on the wire: any byte but CR and LF (NUL is refused below).
 wire_bytes = st.binary(max_size=64).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b""))
@@ -59,3 +60,18 @@ def test_latin1_and_mixed_values() -> None:
     assert header_text(as_aiohttp_gives(b"/x\xff")) == "/xÿ"
     assert header_text("a\ud800b") == "a\ufffdb"  # a surrogate no byte decodes to
     assert header_text("a\x00b") == "a\ufffdb"
+
+
+#: Charsets a server may name: web ones, and Python codecs that are no text encoding, fail
+#: whatever the errors mode, or make lone surrogates.
+CHARSETS = [
+    "utf-8", "UTF8", "latin-1", "windows-1252", "shift_jis", "utf-16", "utf-7", "nonsense",
+    "base64", "zlib", "hex", "rot13", "uu", "bz2", "idna", "punycode", "undefined",
+    "unicode_escape", "raw_unicode_escape",
+]  # fmt: skip
+
+
+@given(st.binary(max_size=64), st.sampled_from(CHARSETS))
+def test_a_body_decodes_to_storable_text_whatever_charset_is_named(body: bytes, cs: str) -> None:
+    text = decode_html(body, f"text/html; charset={cs}")
+    text.encode("utf-8")

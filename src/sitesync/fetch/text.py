@@ -35,8 +35,13 @@ def safe_text(value: str) -> str:
     return header_text(value)
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (a codec a server named made it)."""
+    return text if text.isascii() else _ANY_SURROGATE.sub("\ufffd", text)
+
+
 def _latin1(match: re.Match[str]) -> str:
     return chr(ord(match.group()) - 0xDC00)
 
 
-__all__ = ["header_text", "safe_text"]
+__all__ = ["header_text", "safe_text", "without_surrogates"]

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
-from sitesync.fetch.text import safe_text
+from sitesync.fetch.text import safe_text, without_surrogates
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
@@ -291,17 +291,27 @@ def same_site(host: str, other: str) -> bool:
 
 def decode_html(body: bytes, content_type: str) -> str:
     """Decode with the declared charset; unknown or wrong ones degrade to UTF-8 with
-    replacement characters instead of failing (links are almost always ASCII)."""
+    replacement characters instead of failing (links are almost always ASCII).
+
+    A server names the codec: one that is no text encoding (``base64``, ``zlib``), or that
+    fails whatever the errors mode (``idna``, ``undefined``), is treated as unknown, and lone
+    surrogates (``unicode_escape`` makes them) become U+FFFD, so the text can be stored.
+    """
     charset = "utf-8"
     for part in content_type.split(";")[1:]:
         key, _, value = part.partition("=")
         if key.strip().lower() == "charset" and value.strip():
             charset = value.strip().strip("\"'")
     try:
-        codecs.lookup(charset)
+        codec = codecs.lookup(charset).name
     except LookupError:
-        charset = "utf-8"
-    return body.decode(charset, errors="replace")
+        codec = "utf-8"
+    if codec == "utf-8":
+        return body.decode("utf-8", errors="replace")  # never yields a surrogate
+    try:
+        return without_surrogates(body.decode(codec, errors="replace"))
+    except (LookupError, ValueError):
+        return body.decode("utf-8", errors="replace")
 
 
 def describe(result: FetchResult) -> str:
