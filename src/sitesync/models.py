@@ -312,6 +312,7 @@ class HostStatus(enum.StrEnum):
     ACTIVE = "active"
     EXHAUSTED = "exhausted"  # terminal: nothing left to crawl on the host in this run
     BLOCKED = "blocked"  # terminal: robots.txt or the server refuses the whole site
+    UNREACHABLE = "unreachable"  # terminal: the host does not resolve or refuses connections
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +324,11 @@ class RunHost:
     pages_crawled: int
     errors: int
     status: HostStatus
+    failures: int = 0  # consecutive host-level failures (refused, no DNS, robots.txt unavailable)
+    # Set when the host's remaining tasks were ended (dead host): the outcome they got and
+    # why. Tasks of the host admitted later in the run end at once the same way.
+    ended_as: str | None = None
+    ended_reason: str | None = None
 
 
 # -- versioned records (what the RecordStore reads back) ---------------------------------

@@ -263,6 +263,24 @@ class CoordinationStore(Protocol):
         """Per-host counters of the run."""
         ...
 
+    async def get_run_host(self, run_id: int, host: str) -> RunHost | None:
+        """One host's counters and dead-host state in the run, or None."""
+        ...
+
+    async def save_host_failures(self, run_id: int, host: str, *, failures: int) -> None:
+        """Keep the host's count of consecutive host-level failures in the run (connection
+        refused, name not resolved, robots.txt unavailable), so that a worker taking the
+        host over continues it."""
+        ...
+
+    async def end_host(self, run_id: int, host: str, *, status: HostStatus, reason: str) -> int:
+        """A dead host, in one transaction: every PENDING task of ``host`` in the run
+        becomes FAILED with outcome ``status.value`` (``unreachable`` or ``blocked``) and
+        ``reason`` as its error, counters moved exactly; the host gets ``status`` unless it
+        already has a terminal one. Tasks of the host admitted later in the run end at once
+        the same way. Leased tasks are left to their reports. Returns how many ended."""
+        ...
+
 
 class RecordStore(Protocol):
     """Versioned AssetRecords, written with the reports that carry them (docs/plugins.md).

@@ -7,7 +7,7 @@ also makes each run's claim decisions one at a time.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from psycopg.rows import DictRow
@@ -177,16 +177,60 @@ class PostgresCoordination:
 
     async def list_run_hosts(self, run_id: int) -> list[RunHost]:
         rows = await self._select("select_run_hosts", {"run_id": run_id})
-        return [
-            RunHost(
-                run_id=row["run_id"],
-                host=row["host"],
-                pages_crawled=row["pages_crawled"],
-                errors=row["errors"],
-                status=HostStatus(row["status"]),
-            )
-            for row in rows
-        ]
+        return [run_host(row) for row in rows]
+
+    async def get_run_host(self, run_id: int, host: str) -> RunHost | None:
+        rows = await self._select("select_run_host", {"run_id": run_id, "host": host})
+        return run_host(rows[0]) if rows else None
+
+    # -- dead hosts -----------------------------------------------------------------------
+
+    async def save_host_failures(self, run_id: int, host: str, *, failures: int) -> None:
+        params = {"run_id": run_id, "host": host, "failures": failures}
+        await self._exec("save_host_failures", params, run_id=run_id)
+
+    async def end_host(self, run_id: int, host: str, *, status: HostStatus, reason: str) -> int:
+        async def work(conn: Conn) -> int:
+            if await self._lock_run(conn, run_id) is None:
+                return 0
+            params = {"run_id": run_id, "host": host, "status": status.value,
+                      "outcome": status.value, "reason": reason, "now": self._clock()}  # fmt: skip
+            ended = (await conn.execute(_Q["end_host_tasks"], params)).rowcount
+            if ended:
+                await conn.execute(_Q["move_ended_counters"], {**params, "ended": ended})
+            await conn.execute(_Q["mark_host_ended"], params)
+            return ended
+
+        return await self._transaction(work)
+
+
+async def end_tasks_of_ended_hosts(
+    conn: Conn, run_id: int, hosts: Sequence[str], now: float
+) -> int:
+    """Inside an admission (run row locked): tasks of hosts whose tasks were ended in the
+    run end at once, the same way (a dead host is not revived by a link). Returns how
+    many; the caller moves the counters."""
+    params: dict[str, Any] = {"run_id": run_id, "hosts": sorted(set(hosts))}
+    rows = await (await conn.execute(_Q["select_ended_hosts"], params)).fetchall()
+    ended = 0
+    for row in rows:
+        update = {"run_id": run_id, "host": row["host"], "outcome": row["ended_as"],
+                  "reason": row["ended_reason"], "now": now}  # fmt: skip
+        ended += (await conn.execute(_Q["end_host_tasks"], update)).rowcount
+    return ended
+
+
+def run_host(row: DictRow) -> RunHost:
+    return RunHost(
+        run_id=row["run_id"],
+        host=row["host"],
+        pages_crawled=row["pages_crawled"],
+        errors=row["errors"],
+        status=HostStatus(row["status"]),
+        failures=row["failures"],
+        ended_as=row["ended_as"],
+        ended_reason=row["ended_reason"],
+    )
 
 
 def _claim(row: DictRow) -> Claim:

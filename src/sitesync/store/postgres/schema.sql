@@ -181,8 +181,11 @@ CREATE TABLE run_hosts (
     host          text    NOT NULL,
     pages_crawled bigint NOT NULL DEFAULT 0,
     errors        bigint NOT NULL DEFAULT 0,
-    status        text    NOT NULL DEFAULT 'active',  -- active, exhausted, blocked
+    status        text    NOT NULL DEFAULT 'active',  -- active, exhausted, blocked, unreachable
     updated_at    double precision    NOT NULL,
+    failures      integer NOT NULL DEFAULT 0,  -- consecutive host-level failures (dead hosts)
+    ended_as      text,  -- the outcome its remaining tasks got (dead host)
+    ended_reason  text,  -- why they ended
     PRIMARY KEY (run_id, host)
 );
 CREATE INDEX tasks_uncounted ON tasks (run_id, host) WHERE NOT counted AND state IN ('completed', 'failed');

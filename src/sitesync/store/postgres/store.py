@@ -60,7 +60,7 @@ from sitesync.store.postgres._rows import (
     run_from_row,
     task_from_row,
 )
-from sitesync.store.postgres.coordination import PostgresCoordination
+from sitesync.store.postgres.coordination import PostgresCoordination, end_tasks_of_ended_hosts
 from sitesync.store.postgres.overview import PostgresOverview
 from sitesync.store.postgres.records import PostgresRecords
 from sitesync.store.postgres.registry import PostgresRegistry
@@ -474,6 +474,10 @@ async def _admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> 
     if admitted:
         params = {"run_id": run.id, "admitted": admitted, "now": now}
         await conn.execute(_Q["add_admitted"], params)
+        ended = await end_tasks_of_ended_hosts(conn, run.id, [t.host for t in tasks], now)
+        if ended:
+            delta = counter_delta(run.id, now, pending=-ended, failed=ended)
+            await conn.execute(_Q["move_counters"], delta)
     return admitted
 
 

@@ -7,8 +7,10 @@ transaction on the store's thread, with its SQL in ``coordination.sql``.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import sqlite3
+from collections.abc import Sequence
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -171,16 +173,46 @@ class SqliteCoordination:
 
     async def list_run_hosts(self, run_id: int) -> list[RunHost]:
         rows = await self._call(self._read, "select_run_hosts", {"run_id": run_id})
-        return [
-            RunHost(
-                run_id=row["run_id"],
-                host=row["host"],
-                pages_crawled=row["pages_crawled"],
-                errors=row["errors"],
-                status=HostStatus(row["status"]),
-            )
-            for row in rows
-        ]
+        return [run_host(row) for row in rows]
+
+    async def get_run_host(self, run_id: int, host: str) -> RunHost | None:
+        rows = await self._call(self._read, "select_run_host", {"run_id": run_id, "host": host})
+        return run_host(rows[0]) if rows else None
+
+    # -- dead hosts -----------------------------------------------------------------------
+
+    async def save_host_failures(self, run_id: int, host: str, *, failures: int) -> None:
+        params = {"run_id": run_id, "host": host, "failures": failures}
+        await self._call(self._exec, "save_host_failures", params)
+
+    async def end_host(self, run_id: int, host: str, *, status: HostStatus, reason: str) -> int:
+        return await self._call(self._end_host, run_id, host, status, reason)
+
+    def _end_host(self, run_id: int, host: str, status: HostStatus, reason: str) -> int:
+        now = self._clock()
+        params = {"run_id": run_id, "host": host, "status": status.value,
+                  "outcome": status.value, "reason": reason, "now": now}  # fmt: skip
+        with self._write() as conn:
+            ended: int = conn.execute(_Q["end_host_tasks"], params).rowcount
+            if ended:
+                conn.execute(_Q["move_ended_counters"], {**params, "ended": ended})
+            conn.execute(_Q["mark_host_ended"], params)
+        return ended
+
+
+def end_tasks_of_ended_hosts(
+    conn: sqlite3.Connection, run_id: int, hosts: Sequence[str], now: float
+) -> int:
+    """Inside an admission: tasks of hosts whose tasks were ended in the run end at once,
+    the same way (a dead host is not revived by a link). Returns how many; the caller
+    moves the counters."""
+    params: dict[str, Any] = {"run_id": run_id, "hosts": json.dumps(sorted(set(hosts)))}
+    ended = 0
+    for row in conn.execute(_Q["select_ended_hosts"], params).fetchall():
+        update = {"run_id": run_id, "host": row["host"], "outcome": row["ended_as"],
+                  "reason": row["ended_reason"], "now": now}  # fmt: skip
+        ended += conn.execute(_Q["end_host_tasks"], update).rowcount
+    return ended
 
 
 def fair_share(hosts_with_work: int, live_workers: int, cap: int | None) -> int:
@@ -221,6 +253,19 @@ def _worker(row: sqlite3.Row | dict[str, Any]) -> WorkerInfo:
         stopped_at=row["stopped_at"],
         boot_id=row["boot_id"],
         proc_start=row["proc_start"],
+    )
+
+
+def run_host(row: sqlite3.Row | dict[str, Any]) -> RunHost:
+    return RunHost(
+        run_id=row["run_id"],
+        host=row["host"],
+        pages_crawled=row["pages_crawled"],
+        errors=row["errors"],
+        status=HostStatus(row["status"]),
+        failures=row["failures"],
+        ended_as=row["ended_as"],
+        ended_reason=row["ended_reason"],
     )
 
 

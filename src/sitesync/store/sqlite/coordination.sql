@@ -169,9 +169,46 @@ UPDATE run_hosts SET status = 'exhausted', updated_at = :now
 INSERT INTO run_hosts (run_id, host, status, updated_at)
 VALUES (:run_id, :host, :status, :now)
 ON CONFLICT (run_id, host) DO UPDATE
-   SET status = CASE WHEN run_hosts.status IN ('exhausted', 'blocked') THEN run_hosts.status
+   SET status = CASE WHEN run_hosts.status IN ('exhausted', 'blocked', 'unreachable') THEN run_hosts.status
                      ELSE excluded.status END,
        updated_at = excluded.updated_at;
+
+-- name: select_run_host
+SELECT * FROM run_hosts WHERE run_id = :run_id AND host = :host;
+
+-- name: save_host_failures
+INSERT INTO run_hosts (run_id, host, failures, updated_at)
+VALUES (:run_id, :host, :failures, :now)
+ON CONFLICT (run_id, host) DO UPDATE
+   SET failures = excluded.failures, updated_at = excluded.updated_at;
+
+-- name: move_ended_counters
+UPDATE runs
+   SET pending = pending - :ended, failed = failed + :ended, last_activity_at = :now
+ WHERE id = :run_id;
+
+-- name: mark_host_ended
+-- The host's terminal status, unless it already had one; ended_as/ended_reason are what
+-- its tasks admitted later in the run end with.
+INSERT INTO run_hosts (run_id, host, status, ended_as, ended_reason, updated_at)
+VALUES (:run_id, :host, :status, :outcome, :reason, :now)
+ON CONFLICT (run_id, host) DO UPDATE
+   SET status = CASE WHEN run_hosts.status = 'active' THEN excluded.status
+                     ELSE run_hosts.status END,
+       ended_as = excluded.ended_as,
+       ended_reason = excluded.ended_reason,
+       updated_at = excluded.updated_at;
+
+-- name: end_host_tasks
+-- Every task of the host still waiting, in one statement (tasks_pending_by_host).
+UPDATE tasks
+   SET state = 'failed', outcome = :outcome, last_error = :reason, updated_at = :now
+ WHERE run_id = :run_id AND host = :host AND state = 'pending';
+
+-- name: select_ended_hosts
+-- Which of these hosts had their tasks ended in the run (primary-key probes).
+SELECT host, ended_as, ended_reason FROM run_hosts
+ WHERE run_id = :run_id AND host IN (SELECT value FROM json_each(:hosts)) AND ended_as IS NOT NULL;
 
 -- name: select_run_hosts
 SELECT * FROM run_hosts WHERE run_id = :run_id ORDER BY host;

@@ -175,8 +175,11 @@ CREATE TABLE run_hosts (
     host          TEXT    NOT NULL,
     pages_crawled INTEGER NOT NULL DEFAULT 0,
     errors        INTEGER NOT NULL DEFAULT 0,
-    status        TEXT    NOT NULL DEFAULT 'active',  -- active, exhausted, blocked
+    status        TEXT    NOT NULL DEFAULT 'active',  -- active, exhausted, blocked, unreachable
     updated_at    REAL    NOT NULL,
+    failures      INTEGER NOT NULL DEFAULT 0,  -- consecutive host-level failures (dead hosts)
+    ended_as      TEXT,  -- the outcome its remaining tasks got (dead host)
+    ended_reason  TEXT,  -- why they ended
     PRIMARY KEY (run_id, host)
 );
 CREATE INDEX tasks_uncounted ON tasks (run_id, host) WHERE counted = 0 AND state IN ('completed', 'failed');

@@ -43,7 +43,7 @@ from sitesync.models import (
 from sitesync.store import _rows as _shared
 from sitesync.store._rows import candidate_scan, counter_delta, pick_per_host
 from sitesync.store._sql import load_migrations, load_queries
-from sitesync.store.sqlite.coordination import SqliteCoordination
+from sitesync.store.sqlite.coordination import SqliteCoordination, end_tasks_of_ended_hosts
 from sitesync.store.sqlite.overview import SqliteOverview
 from sitesync.store.sqlite.records import SqliteRecords
 from sitesync.store.sqlite.registry import SqliteRegistry
@@ -342,6 +342,11 @@ class SqliteStore(
                 room -= gained
         if admitted:
             conn.execute(_Q["add_admitted"], {"run_id": run_id, "admitted": admitted, "now": now})
+            ended = end_tasks_of_ended_hosts(conn, run_id, [t.host for t in tasks], now)
+            if ended:
+                conn.execute(
+                    _Q["move_counters"], counter_delta(run_id, now, pending=-ended, failed=ended)
+                )
         return admitted
 
     async def acquire(
