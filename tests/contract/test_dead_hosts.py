@@ -35,9 +35,7 @@ async def test_end_host_fails_every_pending_task_of_the_host_and_nothing_else(
     # The leased one still reports normally, under its lease.
     verdicts = await store.report(
         run_id,
-        [
-            TaskReport(lease=leased, ok=False, error=REASON, give_up=True, outcome="unreachable")
-        ],  # fmt: skip
+        [TaskReport(lease=leased, ok=False, error=REASON, give_up=True, outcome="unreachable")],
     )
     assert verdicts == [ReportVerdict.ACCEPTED]
     await assert_counters_match_tasks(store, run_id)
@@ -87,8 +85,8 @@ async def test_links_to_an_ended_host_end_at_once_the_same_way(store: Store) -> 
     await assert_counters_match_tasks(store, run_id)
     # The same through a report's discovered links.
     [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
-    report = TaskReport(lease=lease, ok=True, http_status=200,
-                        discovered=(task(4, host="dead.test"),))  # fmt: skip
+    discovered = (task(4, host="dead.test"),)
+    report = TaskReport(lease=lease, ok=True, http_status=200, discovered=discovered)
     await store.report(run_id, [report])
     found = await store.get_task(run_id, "http://dead.test/p/4")
     assert found is not None and found.state is TaskState.FAILED

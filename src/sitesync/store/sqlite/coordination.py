@@ -10,8 +10,7 @@ import contextlib
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, RunHost, WorkerInfo
