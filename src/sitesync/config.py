@@ -120,7 +120,17 @@ class Settings(BaseSettings):
 
     robots_recheck_seconds: float = Field(300.0, gt=0)
     """After a 5xx or unreachable robots.txt (which disallows everything), ask again after
-    this long."""
+    this long. While ``dead_host_attempts`` is on, its re-checks ask sooner."""
+
+    dead_host_attempts: int = Field(3, ge=0, le=100)
+    """Consecutive host-level failures (connection refused, name not resolved, robots.txt
+    5xx or unreachable) after which a host is dead for the run: its remaining tasks end at
+    once as ``unreachable`` (no connection) or ``blocked`` (robots.txt 5xx), and links to
+    it found later end as they are admitted. 0 = never: each task retries up to ``max_retries``."""
+
+    dead_host_recheck_seconds: Annotated[tuple[float, ...], NoDecode] = (5.0, 15.0, 30.0)
+    """Waits before each re-check of a failing host (the last one repeats), e.g.
+    ``5,15,30``. With 3 attempts a dead host ends about 20 s after its first failure."""
 
     sitemaps: bool = True
     """Admit the URLs that the seeds' hosts list in their sitemaps."""
@@ -241,6 +251,20 @@ class Settings(BaseSettings):
             parse_networks(value)  # a ValueError names the bad entry
         return value
 
+    @field_validator("dead_host_recheck_seconds", mode="before")
+    @classmethod
+    def _split_recheck(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from the environment or a flag: "5,15,30"
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("dead_host_recheck_seconds")
+    @classmethod
+    def _check_recheck(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if not value or any(wait < 0 for wait in value):
+            raise ValueError("needs at least one wait, none negative (e.g. 5,15,30)")
+        return value
+
     @field_validator("scan_cadence")
     @classmethod
     def _check_cadence(cls, value: str) -> str:
@@ -320,6 +344,8 @@ class Settings(BaseSettings):
             in_flight_limit=self.in_flight_limit,
             respect_robots=self.respect_robots,
             robots_recheck_seconds=self.robots_recheck_seconds,
+            dead_host_attempts=self.dead_host_attempts,
+            dead_host_recheck=self.dead_host_recheck_seconds,
             sitemaps=self.sitemaps,
             sitemap_max_bytes=self.max_body_bytes,
             max_crawl_delay=self.max_crawl_delay,

@@ -87,8 +87,9 @@ async def test_a_url_that_always_fails_ends_failed_after_max_retries(
 
 
 async def test_unreachable_host_fails_with_a_readable_error(tmp_path: Path) -> None:
-    # Nothing listens on this loopback address and port: connection refused.
-    settings = fast_settings(tmp_path, max_retries=2)
+    # Nothing listens on this loopback address and port: connection refused. Dead-host
+    # handling off: the URL's own retries (tests/faults/test_dead_hosts.py has the rest).
+    settings = fast_settings(tmp_path, max_retries=2, dead_host_attempts=0)
     run, _, tasks = await run_crawl(
         settings, CrawlRequest(seeds=(f"http://{OUT_OF_SCOPE_IPS[0]}:9/",))
     )

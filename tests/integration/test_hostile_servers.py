@@ -337,8 +337,9 @@ async def test_robots_5xx_disallows_everything_until_rechecked(
 ) -> None:
     site.set_handler("/robots.txt", respond(503))
     task = await crawl_one(
-        site, tmp_path, "/", respect_robots=True, max_retries=2, robots_recheck_seconds=0.2
-    )
+        site, tmp_path, "/", respect_robots=True, max_retries=2, robots_recheck_seconds=0.2,
+        dead_host_attempts=0,  # the URL's own retries; tests/faults/test_dead_hosts.py
+    )  # fmt: skip
     assert task.state is TaskState.FAILED and task.outcome == "blocked"
     assert task.last_error == "blocked: robots.txt unreachable (HTTP 503)"
     assert requests_to(site, "/") == []
@@ -425,8 +426,9 @@ async def test_robots_with_no_answer_at_all_disallows_everything(
 
     site.set_handler("/robots.txt", hang_up)
     task = await crawl_one(
-        site, tmp_path, "/", respect_robots=True, max_retries=2, robots_recheck_seconds=0.2
-    )
+        site, tmp_path, "/", respect_robots=True, max_retries=2, robots_recheck_seconds=0.2,
+        dead_host_attempts=0,  # the URL's own retries; tests/faults/test_dead_hosts.py
+    )  # fmt: skip
     assert task.state is TaskState.FAILED and task.outcome == "blocked"
     assert (task.last_error or "").startswith("blocked: robots.txt unreachable")
     assert requests_to(site, "/") == []

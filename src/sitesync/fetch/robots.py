@@ -33,6 +33,7 @@ class RobotsVerdict:
     reason: str | None = None  # why not, for last_error
     crawl_delay: float | None = None
     retry_at: float | None = None  # disallowed because unreachable: ask again after this
+    status: int | None = None  # with retry_at: the robots.txt status (0 = no answer at all)
 
 
 @dataclass(slots=True)
@@ -40,6 +41,7 @@ class _Entry:
     expires_at: float
     rules: Protego | None = None  # None: allow all (4xx)
     unreachable: str | None = None  # set: disallow all until expires_at
+    status: int = 0  # of the last answer
     sitemaps: tuple[str, ...] = ()
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -83,6 +85,7 @@ class RobotsCache:
                 allowed=False,
                 reason=f"robots.txt unreachable ({entry.unreachable})",
                 retry_at=entry.expires_at,
+                status=entry.status,
             )
         if entry.rules is None:
             return RobotsVerdict(allowed=True)
@@ -94,6 +97,17 @@ class RobotsCache:
     async def sitemaps(self, origin: str) -> tuple[str, ...]:
         """``Sitemap:`` URLs listed in the origin's robots.txt."""
         return (await self._entry(origin, None)).sitemaps
+
+    async def recheck_at(self, origin: str, when: float) -> None:
+        """Ask an unavailable robots.txt again at ``when`` if that is sooner than its
+        ``error_ttl`` (the dead-host re-check schedule decides when a host is re-checked).
+        Stored too, so a worker taking the host over asks again then, not later."""
+        entry = self._entries.get(origin)
+        if entry is None or entry.unreachable is None or entry.expires_at <= when:
+            return
+        entry.expires_at = when
+        if self._persist is not None:
+            await self._persist(origin, entry.status, None, when)
 
     def is_fresh(self, origin: str) -> bool:
         entry = self._entries.get(origin)
@@ -138,7 +152,7 @@ class RobotsCache:
         self, entry: _Entry, status: int, body: str | None, expires_at: float, error: str | None
     ) -> None:
         entry.rules, entry.unreachable, entry.sitemaps = None, None, ()
-        entry.expires_at = expires_at
+        entry.expires_at, entry.status = expires_at, status
         if status >= 500 or status == 0:
             entry.unreachable = f"HTTP {status}" if status else (error or "unreachable")
         elif 200 <= status < 300 and body is not None:

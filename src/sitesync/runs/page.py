@@ -23,6 +23,7 @@ from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
 from sitesync.plugins.builtin.links import PageLinks, count_anchors, extract_links
 from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.store.base import Store
 from sitesync.urls import url_host
 
@@ -72,6 +73,7 @@ class PageAttempts:
         halted: Callable[[], bool] = _never,
         max_links: int | None = None,
         max_parse_bytes: int | None = None,
+        dead_hosts: DeadHosts | None = None,
     ) -> None:
         self.store = store
         self.halted = halted
@@ -85,6 +87,7 @@ class PageAttempts:
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
         self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
+        self.dead_hosts = dead_hosts
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         try:
@@ -101,11 +104,16 @@ class PageAttempts:
             # Our claim on the host is gone or too close to expiry for a whole fetch:
             # whoever holds it next fetches this URL.
             return Deferral(lease, time.time())
+        ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
+        if ended is not None:  # a dead host: this task ends like the rest of its tasks
+            return await self._root_plugins(lease, None, ended)
         paused_until = self.limiter.paused_until(lease.host)
         if paused_until > time.time() + DEFER_AFTER_SECONDS:
             return Deferral(lease, paused_until)
         if self.robots is not None:
             blocked = await self._robots_verdict(lease)
+            if isinstance(blocked, Deferral):
+                return blocked
             if blocked is not None:
                 if lease.depth == 0 and blocked.give_up:  # the whole site says no
                     await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
@@ -114,6 +122,17 @@ class PageAttempts:
                 return blocked
         async with self._turn(lease.host):
             result = await self.fetcher.fetch(lease.url, may_follow=self._may_follow(lease))
+        if self.dead_hosts is not None:
+            if host_failure(result):
+                handled = await self.dead_hosts.failed(
+                    lease, HostStatus.UNREACHABLE, describe(result)
+                )
+                if isinstance(handled, float):
+                    return Deferral(lease, handled)
+                if handled is not None:
+                    return await self._root_plugins(lease, result, handled)
+            elif result.status > 0:
+                await self.dead_hosts.answered(lease)
         if result.retry_after is not None:
             until = time.time() + min(result.retry_after, self.max_retry_after)
             self.limiter.pause(lease.host, until)
@@ -152,6 +171,14 @@ class PageAttempts:
         cut = body.rfind(b"<", 0, limit + 1)
         return cut if cut > 0 else limit
 
+    async def _root_plugins(
+        self, lease: Lease, result: FetchResult | None, report: TaskReport
+    ) -> TaskReport:
+        """Plugins see a root that failed for good too (the navigation sampler records it)."""
+        if self.plugins is None or lease.depth != 0:
+            return report
+        return await self._run_plugins(lease, result, report, [])
+
     async def _run_plugins(
         self,
         lease: Lease,
@@ -162,8 +189,9 @@ class PageAttempts:
     ) -> TaskReport:
         """Plugins see every answered fetch; what they make is committed with the report."""
         assert self.plugins is not None
-        if result is None:  # robots.txt kept us from asking
-            result = FetchResult(url=lease.url, outcome=FetchOutcome.BLOCKED)
+        if result is None:  # robots.txt (or a dead host) kept us from asking
+            outcome = FetchOutcome(report.outcome or FetchOutcome.BLOCKED.value)
+            result = FetchResult(url=lease.url, outcome=outcome, error=report.error)
         artifact = CrawlArtifact(
             run_id=lease.run_id,
             task_id=lease.task_id,
@@ -194,7 +222,7 @@ class PageAttempts:
             error=report.error if not errors else f"{report.error or 'plugins'}: {errors}",
         )
 
-    async def _robots_verdict(self, lease: Lease) -> TaskReport | None:
+    async def _robots_verdict(self, lease: Lease) -> TaskReport | Deferral | None:
         assert self.robots is not None
         origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
         verdict = await self.robots.check(lease.url, origin, gate=lambda: self._turn(lease.host))
@@ -202,6 +230,15 @@ class PageAttempts:
         if verdict.allowed:
             return None
         error = f"blocked: {verdict.reason}"
+        if verdict.retry_at is not None and self.dead_hosts is not None:
+            # robots.txt unavailable: a re-check of the host soon, or the host is dead.
+            refused = verdict.status == 0 and no_connection(verdict.reason)
+            dead = HostStatus.UNREACHABLE if refused else HostStatus.BLOCKED
+            handled = await self.dead_hosts.failed(lease, dead, error)
+            if isinstance(handled, float):
+                return Deferral(lease, handled)
+            if handled is not None:
+                return handled
         if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
             delay = max(verdict.retry_at - time.time(), self.retry.delay(lease.attempt_count))
             return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,

@@ -40,6 +40,7 @@ from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import Lease, ReportVerdict, Run, RunStatus, TaskReport
 from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.deadhosts import DeadHosts
 from sitesync.runs.dispatch import HostDispatcher
 from sitesync.runs.liveness import is_gone, this_process
 from sitesync.runs.page import DEFER_AFTER_SECONDS, ArtifactProcessor, Deferral, PageAttempts
@@ -71,6 +72,8 @@ class WorkerOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     respect_robots: bool = True
     robots_recheck_seconds: float = 300.0
+    dead_host_attempts: int = 3  # 0 = never end a host's tasks early
+    dead_host_recheck: tuple[float, ...] = (5.0, 15.0, 30.0)
     sitemaps: bool = True
     sitemap_max_bytes: int = 50 * 1024 * 1024
     max_crawl_delay: float = 60.0
@@ -166,6 +169,13 @@ class CrawlWorker:
             if self.options.respect_robots
             else None
         )
+        self._dead_hosts = DeadHosts(
+            store,
+            limiter=self._limiter,
+            robots=self._robots,
+            attempts=self.options.dead_host_attempts,
+            recheck=self.options.dead_host_recheck,
+        )
         self.claims = ClaimKeeper(
             store,
             run_id=run.id,
@@ -189,6 +199,7 @@ class CrawlWorker:
             halted=self._leaving,
             max_links=self.options.max_links_per_page,
             max_parse_bytes=self.options.max_parse_bytes,
+            dead_hosts=self._dead_hosts,
         )
         self._queue = HostDispatcher(self._limiter)
         self._held: Counter[str] = Counter()
@@ -546,6 +557,7 @@ class CrawlWorker:
 
     async def _load_host_state(self, host: str) -> None:
         """A host just claimed: honour what earlier holders learned about it."""
+        await self._dead_hosts.load(self.run_id, host)
         state = await self.store.get_host_state(host)
         if state is None:
             return

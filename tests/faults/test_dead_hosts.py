@@ -1,0 +1,186 @@
+"""A dead host costs seconds, not the run's tail (issue 10, item 6).
+
+The real CLI crawls one healthy loopback site plus two dead seeds: a port that refuses
+connections, and a server whose robots.txt answers 503 (RFC 9309: disallow everything).
+The dead-host settings are at their defaults (3 checks, re-checks after 5 s and 15 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from sitesync.config import load_settings
+from sitesync.errors import ConfigError
+from sitesync.models import HostStatus, RunHost, RunStatus, TaskState
+from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.store import open_store
+from sitesync.store.sqlite.store import SqliteStore
+from sitesync.testing import LoopbackSite, SiteSpec
+from tests.acceptance._cli import read_run, sitesync
+from tests.integration.test_crawl import fast_settings
+
+#: Well under two minutes; the dead hosts end about 20 s after their first failure.
+BOUND_SECONDS = 60.0
+DEFAULT_ATTEMPTS = 3
+
+
+def refused_origin() -> str:
+    """An address nothing listens on: bind a port, note it, close it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.40", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.40:{port}"
+
+
+def run_hosts(db: str) -> dict[str, RunHost]:
+    async def go() -> dict[str, RunHost]:
+        store = await open_store(db)
+        try:
+            return {h.host: h for h in await store.list_run_hosts(1)}
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def serve_late_links(site: LoopbackSite, dead: threading.Event, targets: list[str]) -> None:
+    """``/late.html`` links to the dead hosts, but only once both are dead: links found
+    later must not revive them. Until then it answers 503 with Retry-After, and is retried."""
+
+    async def late(request: web.Request) -> web.Response:
+        if not dead.is_set():
+            return web.Response(status=503, headers={"Retry-After": "1"})
+        links = "".join(f'<a href="{url}">x</a>' for url in targets)
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    site.set_handler("/late.html", late)
+
+
+#: /late.html is retried about every second until the dead hosts are dead.
+LATE_RETRIES = {"max_retries": "100", "retry_backoff": "0.2", "retry_backoff_max": "1"}
+
+
+@pytest.mark.slow
+def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None:
+    healthy = LoopbackSite(SiteSpec(hosts=1, pages_per_host=12, links_per_page=6)).start()
+    unavailable = LoopbackSite(SiteSpec(hosts=1, pages_per_host=3, first_ip=30)).start()
+
+    async def robots_503(request: web.Request) -> web.Response:
+        return web.Response(status=503, text="down for maintenance")
+
+    unavailable.set_handler("/robots.txt", robots_503)
+    refused = refused_origin()
+    unavailable_host = unavailable.hosts[0] if unavailable.hosts else ""
+    dead = threading.Event()
+    serve_late_links(
+        healthy, dead, [f"{refused}/later.html", f"{unavailable.root_urls[0]}later.html"]
+    )
+    try:
+        started = time.monotonic()
+        crawl = sitesync(
+            "crawl", *healthy.root_urls, f"{healthy.root_urls[0]}late.html",
+            f"{refused}/", *unavailable.root_urls,
+            "--db", db_url, "--no-progress", "--delay", "0", settings=LATE_RETRIES,
+        )  # fmt: skip
+        while crawl.poll() is None and not dead.is_set():
+            if time.monotonic() - started > BOUND_SECONDS:
+                break
+            ended = [h for h in run_hosts(db_url).values() if h.ended_as is not None]
+            if len(ended) == 2:
+                dead.set()
+            time.sleep(0.3)
+        out, err = crawl.communicate(timeout=BOUND_SECONDS)
+        elapsed = time.monotonic() - started
+    finally:
+        healthy.stop()
+        unavailable.stop()
+
+    assert crawl.returncode == 0, err
+    assert elapsed < BOUND_SECONDS, f"took {elapsed:.1f}s"
+    run, counts, tasks = read_run(db_url)
+    assert run.status is RunStatus.COMPLETED
+    # Counters equal a recount.
+    assert (run.counters.pending, run.counters.assigned) == (0, 0)
+    assert run.counters.completed == counts[TaskState.COMPLETED]
+    assert run.counters.failed == counts[TaskState.FAILED]
+    assert run.counters.tasks_total == len(tasks)
+
+    # Every healthy page fetched once.
+    fetched = healthy.fetch_counts()
+    assert all(fetched[url] == 1 for url in healthy.page_urls()), fetched
+    assert fetched[f"{healthy.root_urls[0]}late.html"] >= 1
+
+    # The refused host's tasks ended unreachable, the late link too: it was not revived.
+    refused_host = refused.removeprefix("http://")
+    by_host = {host: [t for t in tasks if t.host == host] for host in {t.host for t in tasks}}
+    gone = by_host[refused_host]
+    assert {t.url for t in gone} == {f"{refused}/", f"{refused}/later.html"}
+    assert {(t.state, t.outcome) for t in gone} == {(TaskState.FAILED, "unreachable")}
+    assert all("no connection to the host at 3 checks" in (t.last_error or "") for t in gone)
+
+    # The robots-503 host's tasks ended blocked; only robots.txt (and the sitemap probe of
+    # seeding) reached it: one request per check, no page.
+    unavailable_host = unavailable.root_urls[0].removeprefix("http://").rstrip("/")
+    down = by_host[unavailable_host]
+    assert f"{unavailable.root_urls[0]}later.html" in {t.url for t in down}
+    assert {(t.state, t.outcome) for t in down} == {(TaskState.FAILED, "blocked")}
+    paths = [r.path for r in unavailable.requests]
+    assert paths.count("/robots.txt") == DEFAULT_ATTEMPTS, paths
+    assert set(paths) <= {"/robots.txt", "/sitemap.xml"}, paths
+
+    # Terminal statuses, with every ended task counted once in the host's errors.
+    hosts = run_hosts(db_url)
+    assert hosts[refused_host].status is HostStatus.UNREACHABLE
+    assert hosts[unavailable_host].status is HostStatus.BLOCKED
+    assert hosts[refused_host].errors == len(gone)
+    assert hosts[unavailable_host].errors == len(down)
+    assert hosts[healthy.root_urls[0].removeprefix("http://").rstrip("/")].status is (
+        HostStatus.EXHAUSTED
+    )
+
+    shown = sitesync("show", "1", "--db", db_url)
+    out, err = shown.communicate(timeout=60)
+    assert shown.returncode == 0, err
+    rows = {line.split()[1]: line for line in out.splitlines() if "127.0.0." in line[:30]}
+    assert "unreachable" in rows[refused_host] and "blocked" in rows[unavailable_host], out
+
+
+async def test_a_worker_taking_a_host_over_continues_its_failure_count(tmp_path: Path) -> None:
+    """Two failures were stored by an earlier holder: the next one ends the host at once,
+    instead of after the 5 s and 15 s re-checks a fresh count would need."""
+    refused = refused_origin()
+    host = refused.removeprefix("http://")
+    settings = fast_settings(tmp_path)  # dead-host settings at their defaults
+    store = await SqliteStore.open(settings.db)
+    try:
+        seeds = (f"{refused}/", f"{refused}/a", f"{refused}/b")
+        run = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
+        await store.save_host_failures(run.id, host, failures=DEFAULT_ATTEMPTS - 1)
+        started = time.monotonic()
+        final = await crawl(store, run, settings)
+        elapsed = time.monotonic() - started
+        tasks = await store.list_tasks(run.id)
+        stored = await store.get_run_host(run.id, host)
+    finally:
+        await store.close()
+    assert final.status is RunStatus.COMPLETED
+    assert elapsed < 15.0, f"took {elapsed:.1f}s: the stored count was not continued"
+    assert len(tasks) == 3
+    assert {(t.state, t.outcome) for t in tasks} == {(TaskState.FAILED, "unreachable")}
+    assert stored is not None and stored.status is HostStatus.UNREACHABLE
+    assert (final.counters.failed, final.counters.pending) == (3, 0)
+
+
+def test_dead_host_settings_are_read_and_checked() -> None:
+    settings = load_settings(dead_host_attempts=4, dead_host_recheck_seconds="1, 2.5")
+    options = settings.worker_options()
+    assert (options.dead_host_attempts, options.dead_host_recheck) == (4, (1.0, 2.5))
+    with pytest.raises(ConfigError, match="dead_host_recheck_seconds"):
+        load_settings(dead_host_recheck_seconds="5,-1")
