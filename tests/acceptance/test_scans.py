@@ -42,7 +42,7 @@ FAST = {
     "scan_scheme": "http", "delay": "0", "per_host_concurrency": "0", "max_retries": "2",
     "retry_backoff": "0.05", "robots_recheck_seconds": "0.2", "total_timeout": "2",
     "connect_timeout": "1", "claim_seconds": "4", "heartbeat_seconds": "0.3",
-    "sitemaps": "false", "plugins": "",
+    "sitemaps": "false", "plugins": "", "dead_host_recheck_seconds": "0.2",
 }  # fmt: skip
 
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from sitesync.models import HostStatus, ReportVerdict, TaskReport, TaskState
+from sitesync.models import (
+    HostStatus,
+    NewTask,
+    ReportVerdict,
+    RunConfig,
+    RunStatus,
+    TaskReport,
+    TaskState,
+)
 from sitesync.store.base import Store
 from tests.contract.test_frontier_store import assert_counters_match_tasks, running_run, task
 
@@ -102,3 +110,24 @@ async def test_ending_a_host_with_nothing_pending_still_marks_it(store: Store) -
     host = await store.get_run_host(run_id, "gone.test")
     assert host is not None and host.status is HostStatus.UNREACHABLE
     await assert_counters_match_tasks(store, run_id)
+
+
+async def test_a_scan_counts_a_dead_host_as_not_answering(store: Store) -> None:
+    """A root ended because robots.txt stayed unavailable did not answer (stale), unlike a
+    robots.txt that answered and disallows the whole site (blocked, but reachable)."""
+    await store.import_domains("fr", ["down.test", "up.test"])
+    run = await store.start_scan("fr", RunConfig(seeds=("http://down.test/", "http://up.test/")))
+    await store.transition_run(run.id, RunStatus.RUNNING)
+    await store.add_tasks(
+        run.id, [NewTask(url=f"http://{h}/", host=h, depth=0) for h in ("down.test", "up.test")]
+    )
+    await store.mark_seeded(run.id)
+    await store.end_host(
+        run.id, "down.test", status=HostStatus.BLOCKED, reason="blocked: robots.txt unavailable"
+    )
+    [lease] = await store.acquire(run.id, worker_id="w", limit=10, lease_seconds=30)
+    await store.report(run.id, [TaskReport(lease=lease, ok=True, http_status=200)])
+    assert await store.complete_if_drained(run.id)
+    summary = await store.apply_scan_results(run.id)
+    assert summary is not None
+    assert (summary.newly_stale, summary.reachable) == (("down.test",), ("up.test",))

@@ -51,7 +51,7 @@ class HostRow:
     host: str
     pages_crawled: int  # as of the last flush (domain_stats_flush_interval_pages)
     errors: int
-    status: str  # active, exhausted, blocked
+    status: str  # active, exhausted, blocked, unreachable
     pending: int
     claimed_by: str | None  # the worker holding a live claim on the host
     claim_expires_at: float | None

@@ -48,7 +48,9 @@ SELECT domains.host, domains.active, domains.unreachable_streak,
        tasks.state, tasks.outcome, tasks.http_status,
        EXISTS (SELECT 1 FROM run_hosts
                 WHERE run_hosts.run_id = tasks.run_id AND run_hosts.host = tasks.host
-                  AND run_hosts.status = 'blocked') AS site_blocked
+                  AND run_hosts.status = 'blocked'
+                  -- ended as a dead host (robots.txt unavailable): no answer, not a "no"
+                  AND run_hosts.ended_as IS NULL) AS site_blocked
   FROM domains
   JOIN tasks ON tasks.run_id = :run_id AND tasks.host = domains.host AND tasks.depth = 0
  WHERE domains.scope = :scope AND tasks.state IN ('completed', 'failed')
