@@ -306,7 +306,11 @@ class CrawlWorker:
     async def _give_back(self, leases: list[Lease]) -> None:
         if not leases:
             return
-        released = await self.store.release(self.run_id, leases)
+        try:
+            released = await self.store.release(self.run_id, leases)
+        except Exception as exc:  # the shutdown's release_worker gives them back later
+            log.warning("could not give back %d leased tasks yet: %s", len(leases), exc)
+            return
         for lease in leases:
             self._let_go(lease.host)
         log.info("gave back %d leased tasks not yet started", released)
