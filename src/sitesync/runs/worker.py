@@ -15,7 +15,8 @@ Side tasks, each named and supervised:
 
 At most ``in_flight_limit`` tasks are leased, fetched or waiting to be committed at any
 time; that is all a SIGKILL can cost, and those tasks are fetched again after their leases
-expire.
+expire, or at once by the next worker of the run on the same machine, which proves the
+killed process gone (``liveness``) and has the store release its leases and claims.
 """
 
 from __future__ import annotations
