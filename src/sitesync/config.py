@@ -22,6 +22,7 @@ from sitesync.fetch.netpolicy import NetworkPolicy, parse_networks
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
 from sitesync.runs.worker import WorkerOptions
+from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
 
 DEFAULT_DB = "sitesync.db"
@@ -101,6 +102,15 @@ class Settings(BaseSettings):
 
     max_worker_processes: int = Field(4, ge=1)
     """Worker processes one ``supervise`` runs at once, over all runs."""
+
+    store_retry_seconds: float = Field(DEFAULT_RETRY_SECONDS, gt=0)
+    """How long a worker waits out a store that is unreachable (lost PostgreSQL connection,
+    server restart, failover) or locked (SQLite) before it gives up and exits with code 75,
+    leaving its run ``running`` for the watchdog."""
+
+    sqlite_busy_timeout: float = Field(30.0, gt=0)
+    """Longest wait, in seconds, for a SQLite write lock in one attempt; a store call still
+    locked out after it is retried within ``store_retry_seconds``."""
 
     in_flight_limit: int = Field(0, ge=0)
     """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
@@ -324,6 +334,13 @@ class Settings(BaseSettings):
             allow_private=self.allow_private_networks,
             allowed=parse_networks(self.allowed_networks),
         )
+
+    def store_options(self) -> dict[str, float]:
+        """``open_store`` keywords: how long transient store faults are waited out."""
+        return {
+            "retry_seconds": self.store_retry_seconds,
+            "sqlite_busy_timeout": self.sqlite_busy_timeout,
+        }
 
     def fetch_limits(self) -> FetchLimits:
         # The total bounds everything: a shorter --timeout needs no other timeout lowered.

@@ -7,6 +7,7 @@ The tree::
     ├── InvalidURL             a URL cannot be crawled (malformed, not http(s), no host)
     ├── StoreError             the store could not do what was asked
     │   ├── StoreLocked        the database stayed locked past busy_timeout
+    │   ├── StoreUnavailable   transient store faults outlasted store_retry_seconds
     │   ├── MigrationError     the schema could not be brought up to date
     │   ├── RunNotFound        no run has that id
     │   ├── IllegalTransition  a run cannot move from its status to the one asked for
@@ -44,6 +45,19 @@ class StoreError(SitesyncError):
 
 class StoreLocked(StoreError):
     """The database stayed locked longer than busy_timeout allows."""
+
+
+class StoreUnavailable(StoreError):
+    """The store stayed unreachable (or locked) for longer than ``store_retry_seconds``.
+
+    Not the run's fault: a worker that gets this exits with :data:`EXIT_STORE_UNAVAILABLE`
+    and leaves its run ``running`` for the watchdog to re-queue.
+    """
+
+
+#: Exit code of a process that gave up on an unavailable store (sysexits' EX_TEMPFAIL:
+#: "try again later").
+EXIT_STORE_UNAVAILABLE = 75
 
 
 class MigrationError(StoreError):

@@ -19,7 +19,7 @@ from sitesync.cli import records as _records
 from sitesync.cli import runs as _runs
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
-from sitesync.errors import SitesyncError
+from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
 
 app = typer.Typer(
     name="sitesync",
@@ -60,6 +60,10 @@ def main() -> None:
     )
     try:
         app()
+    except StoreUnavailable as exc:
+        # Not the run's fault: its run stays for the watchdog, which re-queues it.
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_STORE_UNAVAILABLE)
     except SitesyncError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)

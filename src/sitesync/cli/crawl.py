@@ -24,7 +24,14 @@ from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run, request_config
+from sitesync.runs.crawl import (
+    CrawlRequest,
+    crawl,
+    prepare_run,
+    request_config,
+    validate_request,
+)
+from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.worker import CrawlWorker
 from sitesync.store import Store, open_store
 
@@ -168,6 +175,7 @@ def crawl_command(
     if queue:
         if resume is not None:
             raise ConfigError("--queue creates a new run: give seed URLs, not --resume")
+        check_before_run(settings, request)
         run = asyncio.run(_enqueue(settings, request))
         Console().print(f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it")
         return
@@ -175,7 +183,7 @@ def crawl_command(
 
 
 async def _enqueue(settings: Settings, request: CrawlRequest) -> Run:
-    store = await open_store(settings.db)
+    store = await open_store(settings.db, **settings.store_options())
     try:
         return await store.create_run(request_config(request, settings))
     finally:
@@ -240,7 +248,7 @@ def crawl_and_report(
     settings: Settings, request: CrawlRequest, *, progress: bool, summary_json: Path | None
 ) -> None:
     """Crawl, print the run's table, and exit with the run's status as the exit code."""
-    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)  # before a run
+    check_before_run(settings, request)
     started = time.monotonic()
     run = asyncio.run(_crawl(settings, request, show_progress=progress))
     elapsed = time.monotonic() - started
@@ -254,11 +262,19 @@ def crawl_and_report(
         raise typer.Exit(1)
 
 
+def check_before_run(settings: Settings, request: CrawlRequest) -> None:
+    """Every setting that would end the run at once, checked before a run row is created
+    (the store's reachability is checked by opening it, also before)."""
+    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)
+    validate_request(request, settings)
+
+
 async def _crawl(settings: Settings, request: CrawlRequest, *, show_progress: bool) -> Run:
-    store = await open_store(settings.db)
+    store = await open_store(settings.db, **settings.store_options())
     try:
         run = await prepare_run(store, request, settings)
         if run.status is RunStatus.COMPLETED:  # a worker that joined too late
+            await finish_completed_scans(store)  # in case the one that completed it died
             console.print(f"run {run.id} is already completed: nothing to do")
             return run
         console.print(

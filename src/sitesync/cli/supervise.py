@@ -63,7 +63,7 @@ def supervise_command(
 
 
 async def _supervise(settings: Settings, *, once: bool) -> None:
-    store = await open_store(settings.db)
+    store = await open_store(settings.db, **settings.store_options())
     supervisor_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
     supervisor = Supervisor(
         store,

@@ -177,6 +177,21 @@ def _load_playwright() -> ModuleType:
     return api
 
 
+def check_browser(executable_path: str) -> None:
+    """``ConfigError`` naming what is missing when the browser fetcher cannot start here
+    (the ``browser`` extra, or the Chromium executable): checked before a run is created."""
+    _load_playwright()
+    if not os.access(executable_path, os.X_OK):
+        raise ConfigError(_no_chromium(executable_path))
+
+
+def _no_chromium(executable_path: str) -> str:
+    return (
+        f"no Chromium at {executable_path}: install Debian's 'chromium' package "
+        "(scripts/ensure-system-deps.sh does) or set browser_executable"
+    )
+
+
 @dataclass(slots=True)
 class _Stop:
     """Why a redirect was not followed, recorded for the result."""
@@ -337,10 +352,7 @@ class BrowserFetcher:
     async def __aenter__(self) -> BrowserFetcher:
         self._api = _load_playwright()
         if not os.access(self.executable_path, os.X_OK):
-            raise FetchError(
-                f"no Chromium at {self.executable_path}: install Debian's 'chromium' package "
-                "(scripts/ensure-system-deps.sh does) or set the browser executable path"
-            )
+            raise FetchError(_no_chromium(self.executable_path))
         self._playwright = await self._api.async_playwright().start()
         try:
             self._proxy = GuardProxy(self.network, connect_timeout=self.limits.connect_timeout)

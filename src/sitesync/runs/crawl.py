@@ -10,12 +10,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sitesync.config import Settings
-from sitesync.errors import ConfigError, IllegalTransition, RunNotFound
+from sitesync.errors import (
+    ConfigError,
+    IllegalTransition,
+    PluginError,
+    RunNotFound,
+    StoreUnavailable,
+)
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.http import HttpFetcher
 from sitesync.frontier.frontier import normalize_seeds
+from sitesync.frontier.scope import Scope
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
+from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
 
@@ -54,6 +62,19 @@ async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -
         return await store.transition_run(run.id, RunStatus.RUNNING, reason="resumed")
     run = await store.create_run(request_config(request, settings))
     return await store.transition_run(run.id, RunStatus.RUNNING)
+
+
+def validate_request(request: CrawlRequest, settings: Settings) -> None:
+    """Raise ``ConfigError`` (or ``InvalidURL``) for anything that would end a run at once,
+    before a run row exists: the seeds and include/exclude patterns of a new run, and a
+    browser fetcher that cannot start here. Plugins are checked by ``discover``."""
+    if not (request.join_any or request.resume_run_id is not None):
+        config = request_config(request, settings)
+        Scope.from_config(config, frozenset())
+    if settings.fetcher == "browser":
+        from sitesync.fetch.browser import check_browser
+
+        check_browser(settings.browser_executable)
 
 
 def request_config(request: CrawlRequest, settings: Settings) -> RunConfig:
@@ -141,12 +162,9 @@ async def crawl(
     ended = await store.get_run(run.id)
     if ended.scope is not None and ended.status is RunStatus.COMPLETED:
         # A completed scan updates its scope's stale lifecycle. Every worker that sees the
-        # end asks; the store applies it once (None for the others).
-        summary = await store.apply_scan_results(run.id)
-        if summary is not None:
-            log.info("scan of scope %r (run %d): %d reachable, %d newly stale, %d deactivated",
-                     ended.scope, run.id, len(summary.reachable), len(summary.newly_stale),
-                     len(summary.deactivated))  # fmt: skip
+        # end asks (and so do the supervisor and the next worker, should we die first);
+        # the store applies it once.
+        await finish_completed_scans(store)
     return ended
 
 
@@ -162,8 +180,21 @@ async def _run_worker(
     installed = _install_stop_signals(loop, worker)
     try:
         return await worker.run()
-    except BaseException as exc:
+    except (ConfigError, PluginError) as exc:
+        # A setting the operator must change: retrying cannot help.
         await _mark_failed(store, run.id, exc)
+        raise
+    except Exception as exc:
+        # The store went away, or a bug: this process ends, the run does not. It stays
+        # running, its leases already released (or expiring), for the next worker, for
+        # 'crawl --resume', or for the watchdog (which re-queues it up to max_crash_retries).
+        log.error(
+            "this worker of run %d ends (%s); the run stays running for the watchdog or "
+            "'sitesync crawl --resume %d'",
+            run.id,
+            "store unavailable" if isinstance(exc, StoreUnavailable) else type(exc).__name__,
+            run.id,
+        )
         raise
     finally:
         for sig in installed:

@@ -2,8 +2,10 @@
 
 A scan is a run of a scope's active domains (``sitesync domains import``). The store keeps
 at most one active run per scope and refuses a second start with ``ScanConflict``. When a
-scan completes, ``crawl()`` applies the stale lifecycle to the scope's domains
-(``RegistryStore.apply_scan_results``).
+scan completes, its stale lifecycle is applied to the scope's domains exactly once
+(``RegistryStore.apply_scan_results``) by :func:`finish_completed_scans`: the worker that
+completed it calls it, and so does whoever sees the run next (any worker, the supervisor's
+watchdog round, the start of the scope's next scan) in case that worker died first.
 
 Cadences are five-field cron expressions read in UTC, so every machine of a PostgreSQL
 deployment agrees on when a scan is due.
@@ -20,7 +22,7 @@ from croniter import croniter
 
 from sitesync.errors import ConfigError, ScanConflict
 from sitesync.frontier.frontier import normalize_seeds
-from sitesync.models import Run, RunConfig
+from sitesync.models import Run, RunConfig, ScanSummary
 
 if TYPE_CHECKING:  # config.py imports this module to validate cadences
     from sitesync.config import Settings
@@ -71,8 +73,28 @@ async def scan_config(store: Store, scope: str, settings: Settings) -> RunConfig
 
 async def start_scan(store: Store, scope: str, settings: Settings) -> Run:
     """Create the queued run of a scan of ``scope``; raises ``ScanConflict`` if the scope
-    already has an active run (nothing is created then)."""
+    already has an active run (nothing is created then).
+
+    A previous scan left unfinished is finished first, so lifecycles apply in scan order.
+    """
+    await finish_completed_scans(store)
     return await store.start_scan(scope, await scan_config(store, scope, settings))
+
+
+async def finish_completed_scans(store: Store) -> list[ScanSummary]:
+    """Apply the stale lifecycle of every completed scan that lacks it; the summaries of
+    those applied by this call. Safe to call from anywhere at any time: the store applies
+    each scan once, whoever asks first."""
+    applied = []
+    for run_id in await store.list_unapplied_scans():
+        summary = await store.apply_scan_results(run_id)
+        if summary is None:  # someone else was first
+            continue
+        applied.append(summary)
+        log.info("scan run %d: %d reachable, %d newly stale, %d deactivated", run_id,
+                 len(summary.reachable), len(summary.newly_stale),
+                 len(summary.deactivated))  # fmt: skip
+    return applied
 
 
 async def schedule_scan(

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from sitesync.models import RunStatus
+from sitesync.runs.scans import finish_completed_scans
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class Supervisor:
         await self._start_queued()
 
     async def _watchdog(self) -> None:
+        # Scans whose completing worker died before applying their lifecycle.
+        await finish_completed_scans(self.store)
         for run in await self.store.recover_stale_runs(
             stale_after=self.options.stale_after,
             max_crash_retries=self.options.max_crash_retries,

@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 from sitesync.errors import ConfigError
+from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store.base import FrontierStore, RunStore, Store
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-async def open_store(db: str) -> Store:
+async def open_store(
+    db: str,
+    *,
+    retry_seconds: float = DEFAULT_RETRY_SECONDS,
+    sqlite_busy_timeout: float = 30.0,
+) -> Store:
     """Open the store named by ``db``.
 
     A SQLite file path (``sqlite:///path`` also accepted) is the default; a
-    ``postgresql://`` or ``postgres://`` URL opens the PostgreSQL backend.
+    ``postgresql://`` or ``postgres://`` URL opens the PostgreSQL backend. Opening fails at
+    once on an unreachable server; later calls wait out transient faults for up to
+    ``retry_seconds`` before raising ``StoreUnavailable``.
     """
     # Each backend is imported only when used: a SQLite user never loads the PostgreSQL driver.
     if db.startswith(_POSTGRES_SCHEMES):
         from sitesync.store.postgres.store import PostgresStore
 
-        return await PostgresStore.open(db)
+        return await PostgresStore.open(db, retry_seconds=retry_seconds)
     from sitesync.store.sqlite.store import SqliteStore
 
     path = db.removeprefix("sqlite:///") if db.startswith("sqlite:///") else db
     if not path:
         raise ConfigError("db: empty database path")
-    return await SqliteStore.open(path)
+    return await SqliteStore.open(
+        path, retry_seconds=retry_seconds, busy_timeout=sqlite_busy_timeout
+    )
 
 
 __all__ = ["FrontierStore", "RunStore", "Store", "open_store"]

@@ -376,6 +376,11 @@ class RegistryStore(Protocol):
         (None if the run has no scope or it was applied already)."""
         ...
 
+    async def list_unapplied_scans(self) -> list[int]:
+        """Ids of completed scans whose lifecycle was not applied yet (the worker that
+        completed one died before applying it), oldest first."""
+        ...
+
     async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:
         """Scan ``scope`` on ``cadence`` (cron syntax), next at ``next_run_at``."""
         ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import psycopg
 from psycopg import AsyncConnection, sql
@@ -64,10 +64,35 @@ async def errors_at(where: str, *, connecting: bool = False) -> AsyncIterator[No
         raise StoreError(f"PostgreSQL error at {where}: {_line(exc)}") from exc
 
 
+def is_transient(exc: BaseException) -> bool:
+    """A fault that waiting may cure: the connection was lost or refused, the server is
+    shutting down or restarting (failover), or no connection could be had in time."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        # No SQLSTATE: the client lost the connection. 08: connection exception;
+        # 57: operator intervention (admin shutdown, crash shutdown, cannot connect now);
+        # 53: insufficient resources (too many connections).
+        state = exc.sqlstate
+        return state is None or state[:2] in ("08", "57", "53")
+    return False
+
+
+def application_name(dsn: str) -> dict[str, Any]:
+    """``application_name=sitesync-<pid>`` unless the DSN names one: an operator (or a test)
+    finds a process's connections in ``pg_stat_activity`` by it."""
+    with contextlib.suppress(psycopg.Error):
+        if "application_name" in conninfo_to_dict(dsn):
+            return {}
+    return {"application_name": f"sitesync-{os.getpid()}"}
+
+
 async def connect(dsn: str, where: str, schema: str | None) -> Conn:
     """One autocommit connection, its ``search_path`` set to ``schema`` when given."""
     try:
-        conn = await AsyncConnection.connect(dsn, autocommit=True, row_factory=dict_row)
+        conn = await AsyncConnection.connect(
+            dsn, autocommit=True, row_factory=dict_row, **application_name(dsn)
+        )
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to PostgreSQL at {where}: {_line(exc)}") from exc
     if schema is not None:

@@ -13,7 +13,6 @@ from psycopg.rows import DictRow
 
 from sitesync.models import HostBacklog, OutcomeCount, Run, Task, WorkerLeases
 from sitesync.store._sql import load_queries
-from sitesync.store.postgres._db import errors_at
 from sitesync.store.postgres._rows import run_from_row, task_from_row
 
 _Q = load_queries("sitesync.store.postgres", "overview.sql")
@@ -21,21 +20,12 @@ _Q = load_queries("sitesync.store.postgres", "overview.sql")
 
 class PostgresOverview:
     if TYPE_CHECKING:
-        from psycopg_pool import AsyncConnectionPool
-
-        from sitesync.store.postgres._db import Conn
-
         _clock: Callable[[], float]
-        _pool: AsyncConnectionPool[Conn]
-        _where: str
 
-        def _check_open(self) -> None: ...
+        async def _read(self, query: str, params: dict[str, Any]) -> list[DictRow]: ...
 
     async def _overview_rows(self, query: str, params: dict[str, Any]) -> list[DictRow]:
-        self._check_open()
-        async with errors_at(self._where), self._pool.connection() as conn:
-            cursor = await conn.execute(_Q[query], params)
-            return await cursor.fetchall()
+        return await self._read(_Q[query], params)
 
     async def list_active_runs(self) -> list[Run]:
         return [run_from_row(row) for row in await self._overview_rows("select_active_runs", {})]

@@ -75,6 +75,12 @@ UPDATE tasks
  WHERE id = ANY(%(ids)s::bigint[]) AND state = 'pending'
 RETURNING id, url, host, depth, attempt_count;
 
+-- name: select_leased_by_token
+-- A replayed acquire: the tasks an earlier attempt leased, if its commit did land.
+SELECT id, url, host, depth, attempt_count, lease_expires_at FROM tasks
+ WHERE run_id = %(run_id)s AND lease_token = %(token)s AND state = 'assigned'
+ ORDER BY id;
+
 -- name: move_counters
 UPDATE runs
    SET pending = pending + %(pending)s,

@@ -125,6 +125,9 @@ class PostgresRegistry:
 
         return await self._transaction(work)
 
+    async def list_unapplied_scans(self) -> list[int]:
+        return [row["id"] for row in await self._registry_rows("select_unapplied_scans", {})]
+
     # -- schedules ------------------------------------------------------------------------
 
     async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:

@@ -45,6 +45,12 @@ UPDATE runs SET scan_applied_at = %(now)s
    AND scan_applied_at IS NULL
 RETURNING scope;
 
+-- name: select_unapplied_scans
+-- Completed scans whose lifecycle nobody applied yet (their worker died first).
+SELECT id FROM runs
+ WHERE scope IS NOT NULL AND status = 'completed' AND scan_applied_at IS NULL
+ ORDER BY id;
+
 -- name: select_scan_roots
 -- Each domain of the scope with its root task(s) in the run (depth 0 on its own host).
 -- A root still pending or leased says nothing, so only finished ones come back. The

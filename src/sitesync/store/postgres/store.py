@@ -41,15 +41,18 @@ from sitesync.models import (
     TaskReport,
     TaskState,
 )
+from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._rows import candidate_scan, pick_per_host
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import (
     Conn,
+    application_name,
     apply_migrations,
     check_schema,
     connect,
     describe,
     errors_at,
+    is_transient,
     use_schema,
 )
 from sitesync.store.postgres._rows import (
@@ -91,11 +94,13 @@ class PostgresStore(
         *,
         where: str,
         clock: Callable[[], float] = time.time,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
     ) -> None:
         self._pool = pool
         self._where = where
         self._clock = clock
         self._closed = False
+        self._faults = FaultBudget(where, is_transient, seconds=retry_seconds)
 
     @classmethod
     async def open(
@@ -106,11 +111,14 @@ class PostgresStore(
         max_size: int = 10,
         clock: Callable[[], float] = time.time,
         schema: str | None = None,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
     ) -> PostgresStore:
         """Bring the schema up to date, then open a pool of ``min_size..max_size`` connections.
 
         ``schema`` (created if missing) becomes the ``search_path`` of every connection, so
-        several stores can share one database without seeing each other.
+        several stores can share one database without seeing each other. Opening fails at
+        once when the server cannot be reached; afterwards transient faults are waited out
+        for up to ``retry_seconds`` per call (see :mod:`sitesync.store._faults`).
         """
         where = describe(dsn)
         check_schema(schema)
@@ -119,7 +127,7 @@ class PostgresStore(
         pool = AsyncConnectionPool(
             dsn,
             connection_class=AsyncConnection[DictRow],
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            kwargs={"autocommit": True, "row_factory": dict_row, **application_name(dsn)},
             min_size=min_size,
             max_size=max_size,
             open=False,
@@ -132,7 +140,7 @@ class PostgresStore(
         except BaseException:
             await pool.close()  # stop its background workers; nothing else holds it
             raise
-        return cls(pool, where=where, clock=clock)
+        return cls(pool, where=where, clock=clock, retry_seconds=retry_seconds)
 
     @classmethod
     async def migrate(
@@ -156,23 +164,36 @@ class PostgresStore(
     # -- plumbing -----------------------------------------------------------------------
 
     async def _transaction(self, work: Callable[[Conn], Awaitable[T]]) -> T:
+        """``work`` in one transaction; replayed whole after a lost connection (within
+        the fault budget) or a serialization failure."""
         self._check_open()
         async with errors_at(self._where):
-            for attempt in range(1, _ATTEMPTS + 1):
-                try:
-                    async with self._pool.connection() as conn, conn.transaction():
-                        return await work(conn)
-                except _RETRYABLE:
-                    if attempt == _ATTEMPTS:
-                        raise
-                    await asyncio.sleep(random.uniform(0.005, 0.02) * attempt)
+            return await self._faults.run(functools.partial(self._attempt, work))
+
+    async def _attempt(self, work: Callable[[Conn], Awaitable[T]]) -> T:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    return await work(conn)
+            except _RETRYABLE:
+                if attempt == _ATTEMPTS:
+                    raise
+                await asyncio.sleep(random.uniform(0.005, 0.02) * attempt)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _rows(self, query: str, params: dict[str, Any]) -> list[DictRow]:
+        return await self._read(_Q[query], params)
+
+    async def _read(self, query: str, params: dict[str, Any]) -> list[DictRow]:
+        """One read outside a transaction, retried like a transaction."""
         self._check_open()
-        async with errors_at(self._where), self._pool.connection() as conn:
-            cursor = await conn.execute(_Q[query], params)
-            return await cursor.fetchall()
+
+        async def attempt() -> list[DictRow]:
+            async with self._pool.connection() as conn:
+                return await (await conn.execute(query, params)).fetchall()
+
+        async with errors_at(self._where):
+            return await self._faults.run(attempt)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -215,8 +236,14 @@ class PostgresStore(
         return [run_from_row(row) for row in await self._rows("select_runs", {"limit": limit})]
 
     async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
+        replay = False
+
         async def work(conn: Conn) -> Run:
+            nonlocal replay
             current = await self._require_run(conn, run_id)
+            if replay and current.status is to:
+                return current  # the first attempt committed; its acknowledgement was lost
+            replay = True
             if to not in RUN_TRANSITIONS[current.status]:
                 raise IllegalTransition(
                     f"run {run_id} is {current.status.value}; it cannot become {to.value}"
@@ -308,11 +335,23 @@ class PostgresStore(
         claimed_only: bool = False,
         per_host: int | None = None,
     ) -> list[Lease]:
+        # One token for every attempt: a replay after a lost commit acknowledgement finds
+        # the tasks the first attempt leased instead of leasing more (which this worker
+        # would renew for ever and never fetch).
+        token, replay = secrets.randbits(62), False
+
         async def work(conn: Conn) -> list[Lease]:
+            nonlocal replay
             if await self._lock_run(conn, run_id) is None:
                 return []  # as in SQLite: nothing of an unknown run is eligible
+            if replay:
+                mine = {"run_id": run_id, "token": token}
+                done = await (await conn.execute(_Q["select_leased_by_token"], mine)).fetchall()
+                if done:
+                    return [lease_from_row(r, run_id, token, r["lease_expires_at"]) for r in done]
+            replay = True
             now = self._clock()
-            token, expires_at = secrets.randbits(62), now + lease_seconds
+            expires_at = now + lease_seconds
             reclaimed = (
                 await conn.execute(_Q["reclaim_expired"], {"run_id": run_id, "now": now})
             ).rowcount

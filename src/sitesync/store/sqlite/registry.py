@@ -110,6 +110,14 @@ class SqliteRegistry:
             conn.executemany(_Q["update_domain_lifecycle"], updates)
         return summary
 
+    async def list_unapplied_scans(self) -> list[int]:
+        return await self._call(self._list_unapplied_scans)
+
+    def _list_unapplied_scans(self) -> list[int]:
+        with self._errors():
+            rows = self._connection().execute(_Q["select_unapplied_scans"]).fetchall()
+        return [row["id"] for row in rows]
+
     # -- schedules ------------------------------------------------------------------------
 
     async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:

@@ -1,7 +1,10 @@
 """The embedded backend: one SQLite file in WAL mode, shared by any number of processes.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction, so writers queue on the file lock
-(``busy_timeout``) instead of failing, and a reader never sees half a transition. All calls
+(``busy_timeout``) instead of failing, and a reader never sees half a transition. A call
+that still finds the database locked after ``busy_timeout`` is retried whole with backoff
+for up to ``retry_seconds`` (see :mod:`sitesync.store._faults`): a lock held by a long
+operator transaction or a backup delays the crawl instead of ending it. All calls
 run on one private thread per store: sqlite3 releases the GIL while it works, so the event
 loop keeps fetching during a commit.
 """
@@ -41,6 +44,7 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store import _rows as _shared
+from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._rows import candidate_scan, counter_delta, pick_per_host
 from sitesync.store._sql import load_migrations, load_queries
 from sitesync.store.sqlite.coordination import SqliteCoordination, end_tasks_of_ended_hosts
@@ -66,6 +70,7 @@ class SqliteStore(
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
         clock: Callable[[], float] = time.time,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
     ) -> None:
         self.path = str(path)
         self._busy_timeout = busy_timeout
@@ -74,6 +79,9 @@ class SqliteStore(
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitesync-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._faults = FaultBudget(
+            self.path, lambda exc: isinstance(exc, StoreLocked), seconds=retry_seconds
+        )
 
     @classmethod
     async def open(cls, path: str | Path, **options: Any) -> SqliteStore:
@@ -89,12 +97,19 @@ class SqliteStore(
     # -- plumbing -----------------------------------------------------------------------
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the store's thread; again while the database stays locked.
+
+        Safe to repeat: a write that met the lock rolled back, so nothing of it remains.
+        """
         if self._closed:
             raise StoreError(f"store {self.path} is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, fn, *args)
+        return await self._faults.run(lambda: loop.run_in_executor(self._thread, fn, *args))
 
     def _connect(self) -> None:
+        stale, self._conn = self._conn, None
+        if stale is not None:  # an earlier attempt met a locked database
+            stale.close()
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         with self._errors():
