@@ -17,7 +17,12 @@ from sitesync.models import (
     ScanSummary,
     TaskReport,
 )
-from sitesync.runs.scans import next_run_after, start_due_scans, start_scan
+from sitesync.runs.scans import (
+    finish_completed_scans,
+    next_run_after,
+    start_due_scans,
+    start_scan,
+)
 from sitesync.store.base import Store
 
 SCOPE = "fr"
@@ -31,6 +36,12 @@ def config(*hosts: str) -> RunConfig:
 async def scan(store: Store, answers: dict[str, int | str] | None = None) -> ScanSummary | None:
     """One scan of SCOPE run to completion by hand: each active domain's root answers with
     an HTTP status (int; 200 unless named) or fails for good with an outcome (str)."""
+    return await store.apply_scan_results(await complete_scan(store, answers))
+
+
+async def complete_scan(store: Store, answers: dict[str, int | str] | None = None) -> int:
+    """A scan of SCOPE completed by hand, its lifecycle not applied (as when the worker
+    that completed it dies at once); the run's id."""
     answers = answers or {}
     hosts = [d.host for d in await store.list_domains(scope=SCOPE, active=True)]
     run = await store.start_scan(SCOPE, config(*hosts))
@@ -50,7 +61,7 @@ async def scan(store: Store, answers: dict[str, int | str] | None = None) -> Sca
             )
     await store.report(run.id, reports)
     assert await store.complete_if_drained(run.id)
-    return await store.apply_scan_results(run.id)
+    return run.id
 
 
 async def states(store: Store) -> dict[str, tuple[bool, bool, int]]:
@@ -92,6 +103,43 @@ async def test_list_filters_by_scope_stale_and_active(store: Store) -> None:
 
 async def hosts(store: Store, **filters: str | bool) -> list[str]:
     return [d.host for d in await store.list_domains(**filters)]  # type: ignore[arg-type]
+
+
+# -- a completed scan's lifecycle, applied once whoever finishes it ------------------------
+
+
+async def test_a_scan_left_unapplied_is_listed_and_finished_exactly_once(store: Store) -> None:
+    await store.import_domains(SCOPE, ["a.test", "b.test"])
+    plain = await store.create_run(config("a.test"))  # not a scan: never listed
+    await store.transition_run(plain.id, RunStatus.RUNNING)
+    await store.transition_run(plain.id, RunStatus.COMPLETED)
+    assert await store.list_unapplied_scans() == []
+    run_id = await complete_scan(store, {"b.test": "unreachable"})
+    assert await store.list_unapplied_scans() == [run_id]
+    # Everyone who sees it at once (workers, supervisors) asks; one applies it.
+    finished = await asyncio.gather(*(finish_completed_scans(store) for _ in range(4)))
+    assert [len(summaries) for summaries in finished].count(1) == 1
+    assert sum(len(summaries) for summaries in finished) == 1
+    assert await store.list_unapplied_scans() == []
+    assert await finish_completed_scans(store) == []
+    assert (await states(store))["b.test"] == (True, True, 1)  # one miss counted, not four
+
+
+async def test_an_active_scan_is_not_finished_early(store: Store) -> None:
+    await store.import_domains(SCOPE, ["a.test"])
+    run = await store.start_scan(SCOPE, config("a.test"))
+    await store.transition_run(run.id, RunStatus.RUNNING)
+    assert await store.list_unapplied_scans() == []
+    assert await finish_completed_scans(store) == []
+
+
+async def test_the_next_scan_of_a_scope_first_finishes_the_last_one(store: Store) -> None:
+    await store.import_domains(SCOPE, ["a.test"])
+    first = await complete_scan(store, {"a.test": "unreachable"})
+    second = await start_scan(store, SCOPE, Settings())
+    assert await store.list_unapplied_scans() == []
+    [domain] = await store.list_domains(scope=SCOPE)
+    assert domain.unreachable_streak == 1 and domain.last_run_id == first != second.id
 
 
 # -- one active scan per scope ---------------------------------------------------------------

@@ -78,8 +78,12 @@ class FaultBudget:
             ),
             reraise=True,
         )
+
+        async def once() -> T:  # a coroutine function, whatever ``attempt`` is
+            return await attempt()
+
         try:
-            result: T = await retrying(attempt)
+            result: T = await retrying(once)
         except Exception as exc:
             if not self._is_transient(exc):
                 raise
