@@ -22,10 +22,10 @@ class PostgresOverview:
     if TYPE_CHECKING:
         _clock: Callable[[], float]
 
-        async def _read(self, query: str, params: dict[str, Any]) -> list[DictRow]: ...
+        async def _fetch_all(self, query: str, params: dict[str, Any]) -> list[DictRow]: ...
 
     async def _overview_rows(self, query: str, params: dict[str, Any]) -> list[DictRow]:
-        return await self._read(_Q[query], params)
+        return await self._fetch_all(_Q[query], params)
 
     async def list_active_runs(self) -> list[Run]:
         return [run_from_row(row) for row in await self._overview_rows("select_active_runs", {})]

@@ -182,9 +182,9 @@ class PostgresStore(
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _rows(self, query: str, params: dict[str, Any]) -> list[DictRow]:
-        return await self._read(_Q[query], params)
+        return await self._fetch_all(_Q[query], params)
 
-    async def _read(self, query: str, params: dict[str, Any]) -> list[DictRow]:
+    async def _fetch_all(self, query: str, params: dict[str, Any]) -> list[DictRow]:
         """One read outside a transaction, retried like a transaction."""
         self._check_open()
 
