@@ -25,7 +25,10 @@ from tests.acceptance._cli import crawl_args, read_run, sitesync
 
 pytestmark = pytest.mark.slow
 
-SITE = SiteSpec(hosts=2, pages_per_host=60, delay=0.02, links_per_page=10, page_bytes=2_000)
+# Slow enough (120 pages, 0.1 s each, 4 at a time: about 3 s) that a fault injected after
+# the first pages always lands in the middle of the crawl, however busy the machine.
+SITE = SiteSpec(hosts=2, pages_per_host=60, delay=0.1, links_per_page=10, page_bytes=2_000)
+PAGES = SITE.hosts * SITE.pages_per_host
 
 
 @pytest.fixture
@@ -113,11 +116,13 @@ def test_a_sqlite_store_locked_for_a_while_delays_the_crawl_and_it_continues(
     db = str(tmp_path / "locked.db")
     # Each attempt waits 0.2 s for the lock; the lock is held far longer than that.
     settings = {"sqlite_busy_timeout": "0.2", "store_retry_seconds": "60"}
-    proc = sitesync("crawl", *site.root_urls, *crawl_args(db), settings=settings)
+    args = crawl_args(db, "--concurrency", "4")
+    proc = sitesync("crawl", *site.root_urls, *args, settings=settings)
     try:
         wait_until(completed(db, 15), "15 pages crawled")
         with WriteLock(db) as lock:
             held = lock.completed()
+            assert held < PAGES  # the lock lands mid-crawl
             time.sleep(2.5)
             assert lock.completed() == held  # it really waited
             assert proc.poll() is None
@@ -154,11 +159,12 @@ def test_past_the_budget_the_worker_exits_75_and_the_watchdog_requeues_the_run(
 ) -> None:
     db = str(tmp_path / "budget.db")
     settings = {"sqlite_busy_timeout": "0.2", "store_retry_seconds": "1"}
-    args = crawl_args(db, "--lease-seconds", "2")
+    args = crawl_args(db, "--lease-seconds", "2", "--concurrency", "4")
     proc = sitesync("crawl", *site.root_urls, *args, settings=settings)
     try:
         wait_until(completed(db, 15), "15 pages crawled")
-        with WriteLock(db):
+        with WriteLock(db) as lock:
+            assert lock.completed() < PAGES  # the lock lands mid-crawl
             _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
