@@ -184,3 +184,45 @@ def test_dead_host_settings_are_read_and_checked() -> None:
     assert (options.dead_host_attempts, options.dead_host_recheck) == (4, (1.0, 2.5))
     with pytest.raises(ConfigError, match="dead_host_recheck_seconds"):
         load_settings(dead_host_recheck_seconds="5,-1")
+
+
+async def test_a_host_that_dies_mid_crawl_ends_its_remaining_pages_in_one_step(
+    tmp_path: Path,
+) -> None:
+    """The site answers a few pages, then goes away (connection refused): everything left
+    of it ends ``unreachable`` after the re-checks (shortened here), counters exact."""
+    site = LoopbackSite(SiteSpec(hosts=1, pages_per_host=60, delay=0.05)).start()
+    stopper = threading.Thread(target=stop_after, args=(site, 8), daemon=True)
+    stopper.start()
+    settings = fast_settings(
+        tmp_path, per_host_concurrency=1, dead_host_recheck_seconds="0.2", max_retries=5
+    )
+    store = await SqliteStore.open(settings.db)
+    try:
+        run = await prepare_run(store, CrawlRequest(seeds=tuple(site.root_urls)), settings)
+        final = await crawl(store, run, settings)
+        counts = await store.count_tasks(run.id)
+        tasks = await store.list_tasks(run.id, limit=10_000)
+        [host] = await store.list_run_hosts(run.id)
+    finally:
+        await store.close()
+        site.stop()
+    assert final.status is RunStatus.COMPLETED
+    answered = [t for t in tasks if t.state is TaskState.COMPLETED]
+    ended = [t for t in tasks if t.state is TaskState.FAILED]
+    assert answered and ended and len(answered) + len(ended) == len(tasks)
+    assert {t.outcome for t in ended} == {"unreachable"}
+    assert all("at 3 checks" in (t.last_error or "") for t in ended)
+    assert (final.counters.completed, final.counters.failed) == (
+        counts[TaskState.COMPLETED], counts[TaskState.FAILED],
+    )  # fmt: skip
+    assert host.status is HostStatus.UNREACHABLE
+    assert (host.pages_crawled, host.errors) == (len(answered), len(ended))
+
+
+def stop_after(site: LoopbackSite, requests: int) -> None:
+    """Stop ``site`` (its port then refuses connections) once it answered ``requests``."""
+    deadline = time.monotonic() + 30
+    while len(site.requests) < requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    site.stop()

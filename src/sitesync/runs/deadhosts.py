@@ -138,7 +138,7 @@ class DeadHosts:
             else "robots.txt unavailable, which disallows everything (RFC 9309),"
         )
         reason = (
-            f"{status.value}: {what} at {health.failures} checks over {span:.0f}s (last: {error})"
+            f"{status.value}: {what} at {health.failures} checks over {span:.1f}s (last: {error})"
         )
         health.end = HostEnd(status, reason)
         ended = await self.store.end_host(lease.run_id, lease.host, status=status, reason=reason)
