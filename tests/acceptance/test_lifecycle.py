@@ -154,7 +154,9 @@ def test_claims_release_and_cleanup_stale_from_the_cli(db_url: str) -> None:
             await store.add_tasks(run.id, tasks)
             for worker in ("dead", "live"):  # both live first: one host each
                 await store.register_worker(run.id, worker_id=worker, host="m", pid=1)
-            for worker, seconds in (("dead", 0.01), ("live", 300)):
+            # The live worker claims first: claimed second, it could take over the dead
+            # worker's claim if that had already expired on a slow machine.
+            for worker, seconds in (("live", 300), ("dead", 0.01)):
                 await store.claim_hosts(
                     run.id, worker_id=worker, claim_seconds=seconds, worker_ttl=300
                 )
