@@ -126,3 +126,14 @@ async def test_a_plugin_declared_nonblocking_runs_inline() -> None:
     declared = Declared(0)
     await pipeline(("declared", declared)).process(PAGE)
     assert declared.thread == threading.current_thread().name
+
+
+class HangsOnClose(Fine):
+    async def close(self) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_a_close_that_hangs_is_given_up_after_the_timeout() -> None:
+    started = time.monotonic()
+    await pipeline(("hangs", HangsOnClose()), timeout=0.2).close()
+    assert time.monotonic() - started < 10

@@ -136,7 +136,8 @@ class PluginPipeline:
         errors.append(f"{run_plugin.name}: {message}")
 
     async def close(self) -> None:
-        """Close every plugin that has a ``close``; a failure is logged, never raised."""
+        """Close every plugin that has a ``close``; a failure is logged, never raised, and an
+        ``async`` close gets the plugin timeout too (the run's end must not wait for ever)."""
         self._threads.close()
         for run_plugin in self.plugins:
             closer = getattr(run_plugin.plugin, "close", None)
@@ -145,7 +146,10 @@ class PluginPipeline:
             try:
                 result = closer()
                 if inspect.isawaitable(result):
-                    await result
+                    async with _timeout(self.timeout):
+                        await result
+            except _PluginTimeout:
+                log.warning("plugin %s: close timed out after %gs", run_plugin.name, self.timeout)
             except Exception:
                 log.exception("plugin %s failed to close", run_plugin.name)
 
