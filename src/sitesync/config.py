@@ -4,6 +4,7 @@ environment variables and command-line flags (highest priority), validated at st
 from __future__ import annotations
 
 import os
+import tomllib
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -20,6 +21,7 @@ from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import DEFAULT_USER_AGENT
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_networks
 from sitesync.frontier.retry import RetryPolicy
+from sitesync.redact import redact, remember_secret, remember_secrets
 from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
 from sitesync.runs.worker import WorkerOptions
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
@@ -321,11 +323,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = os.environ.get("SITESYNC_CONFIG", "sitesync.toml")
         return (
             init_settings,
             env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=toml_file),
+            TomlConfigSettingsSource(settings_cls, toml_file=_settings_file()),
         )
 
     def network_policy(self) -> NetworkPolicy:
@@ -400,18 +401,33 @@ def settings_reference() -> str:
 def load_settings(**overrides: Any) -> Settings:
     """Settings from file, environment and ``overrides`` (flags; None = not given).
 
-    Raises ``ConfigError`` with one line naming the first bad setting.
+    Raises ``ConfigError`` with one line naming the first bad setting (or the settings file
+    that cannot be read). The passwords they carry are masked in everything shown from then on.
     """
     given = {key: value for key, value in overrides.items() if value is not None}
+    remember_secrets(given.get("db"), os.environ.get("SITESYNC_DB"))
     try:
-        return Settings(**given)
+        settings = Settings(**given)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "settings"
-        if where == "settings":
-            raise ConfigError(f"invalid settings: {error['msg']}") from exc
-        env = f"SITESYNC_{where.upper()}"
-        flag = "--" + where.replace("_", "-")
-        raise ConfigError(
-            f"invalid setting {where} ({flag} / {env}): {error['msg']} (got {error.get('input')!r})"
-        ) from exc
+        raise _one_line(exc) from exc
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"settings file {_settings_file()}: {exc}") from exc
+    remember_secrets(settings.db)
+    token = settings.dashboard_token
+    remember_secret(token.get_secret_value() if token else None)
+    return settings
+
+
+def _settings_file() -> str:
+    return os.environ.get("SITESYNC_CONFIG", "sitesync.toml")
+
+
+def _one_line(exc: ValidationError) -> ConfigError:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "settings"
+    if where == "settings":
+        return ConfigError(f"invalid settings: {error['msg']}")
+    env = f"SITESYNC_{where.upper()}"
+    flag = "--" + where.replace("_", "-")
+    got = redact(repr(error.get("input")))
+    return ConfigError(f"invalid setting {where} ({flag} / {env}): {error['msg']} (got {got})")

@@ -9,9 +9,11 @@ The tree::
     │   ├── StoreLocked        the database stayed locked past busy_timeout
     │   ├── StoreUnavailable   transient store faults outlasted store_retry_seconds
     │   ├── MigrationError     the schema could not be brought up to date
+    │   │   └── SchemaTooNew   a newer sitesync migrated the store: refused
     │   ├── RunNotFound        no run has that id
     │   ├── IllegalTransition  a run cannot move from its status to the one asked for
     │   └── ScanConflict       the scope already has an active run (``run_id`` says which)
+    ├── OutputError            a file asked for (``export --output``) cannot be written
     ├── FetchError             a fetcher could not even produce an outcome (a bug, not a bad server)
     └── PluginError            a plugin could not be loaded or built
         └── NotConfigured      raised by a plugin factory: "not for this run" (not a failure)
@@ -64,12 +66,20 @@ class MigrationError(StoreError):
     """The database schema could not be brought up to date."""
 
 
+class SchemaTooNew(MigrationError):
+    """The store was migrated by a newer sitesync."""
+
+
 class RunNotFound(StoreError):
     """No run has that id."""
 
 
 class IllegalTransition(StoreError):
     """The run cannot move to that status from the one it is in."""
+
+
+class OutputError(SitesyncError):
+    """The output file cannot be written."""
 
 
 class FetchError(SitesyncError):

@@ -23,6 +23,7 @@ from typing import IO, Any
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from sitesync.files import atomic_output, check_output
 from sitesync.models import RecordVersion
 from sitesync.store.base import Store
 
@@ -58,14 +59,17 @@ async def export_run(
     A WARC file whose name ends in ``.gz`` is gzip-compressed record by record, as
     archiving tools expect.
     """
+    check_output(output)  # a bad path is one line before any work, not a traceback after
     await store.get_run(run_id)  # RunNotFound, rather than an empty file, for a wrong id
     records = await store.records_of_run(run_id, kind=kind)
-    if fmt is ExportFormat.WARC:
-        with output.open("wb") as stream:
+    with atomic_output(output) as stream:
+        if fmt is ExportFormat.WARC:
             await _write_warc(store, run_id, records, stream, gzip=output.suffix == ".gz")
-    else:
-        with output.open("w", encoding="utf-8", newline="") as text:
+        else:
+            text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
             (_write_jsonl if fmt is ExportFormat.JSONL else _write_csv)(records, text)
+            text.flush()
+            text.detach()  # the stream stays open: atomic_output syncs and renames it
     return len(records)
 
 

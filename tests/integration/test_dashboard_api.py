@@ -196,7 +196,8 @@ async def test_the_page_and_its_assets_are_served(client: httpx.AsyncClient) -> 
 
 
 async def test_with_a_token_everything_needs_it(tmp_path: Path) -> None:
-    settings = load_settings(db=str(tmp_path / "t.db"), dashboard_token="s3cret")
+    token = "s3cret-s3cret-s3cret"
+    settings = load_settings(db=str(tmp_path / "t.db"), dashboard_token=token)
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with (
@@ -210,12 +211,13 @@ async def test_with_a_token_everything_needs_it(tmp_path: Path) -> None:
         assert (await http.get("/")).status_code == 401
         wrong = await http.get("/api/status", headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401
-        bearer = await http.get("/api/status", headers={"Authorization": "Bearer s3cret"})
+        bearer = await http.get("/api/status", headers={"Authorization": f"Bearer {token}"})
         assert bearer.status_code == 200 and bearer.json()["active_runs"] == []
 
-        first = await http.get("/?token=s3cret")
-        assert first.status_code == 200
+        first = await http.get(f"/?token={token}")
+        assert first.status_code == 303 and first.headers["location"] == "/"
         assert "httponly" in first.headers["set-cookie"].lower()
+        assert token not in first.headers["set-cookie"]
         assert (await http.get("/api/runs")).status_code == 200  # the cookie now stands in
 
 

@@ -6,7 +6,6 @@ import logging
 import sys
 
 import typer
-from rich.console import Console
 
 from sitesync.cli import crawl as _crawl
 from sitesync.cli import dashboard as _dashboard
@@ -19,7 +18,9 @@ from sitesync.cli import records as _records
 from sitesync.cli import runs as _runs
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
+from sitesync.cli._common import plain_console, styled
 from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
+from sitesync.redact import RedactingFormatter, redact
 
 app = typer.Typer(
     name="sitesync",
@@ -51,19 +52,21 @@ app.command("diff")(_records.diff_command)
 app.command("records")(_records.records_command)
 app.command("export")(_export.export_command)
 
-err_console = Console(stderr=True)
+err_console = plain_console(stderr=True)
 
 
 def main() -> None:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    for handler in logging.getLogger().handlers:  # a logged error may quote a DSN
+        handler.setFormatter(RedactingFormatter(handler.formatter))
     try:
         app()
     except StoreUnavailable as exc:
         # Not the run's fault: its run stays for the watchdog, which re-queues it.
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(styled("error:", "bold red"), redact(str(exc)), soft_wrap=True)
         sys.exit(EXIT_STORE_UNAVAILABLE)
     except SitesyncError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(styled("error:", "bold red"), redact(str(exc)), soft_wrap=True)
         sys.exit(1)

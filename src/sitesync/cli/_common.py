@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
 from sitesync.store import Store, open_store
 
@@ -43,6 +45,21 @@ AllowNetworkOption = Annotated[
 def network_overrides(allow_private: bool | None, networks: list[str] | None) -> dict[str, Any]:
     """The network settings the flags give (None: not given, the environment decides)."""
     return {"allow_private_networks": allow_private, "allowed_networks": networks or None}
+
+
+def plain_console(*, stderr: bool = False) -> Console:
+    """A console that prints strings as they are.
+
+    Much of what sitesync prints came from crawled servers (URLs, error messages, titles):
+    rich markup (``[/bold]``), emoji codes (``:x:``) or highlighting must never apply to it,
+    so markup is off on every console of the CLI; styling goes through :func:`styled`.
+    """
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+
+
+def styled(text: str, style: str) -> Text:
+    """``text`` in ``style``, taken literally (never parsed as markup)."""
+    return Text(text, style=style)
 
 
 def with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:

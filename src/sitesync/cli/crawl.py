@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sitesync.cli._common import (
@@ -18,12 +18,14 @@ from sitesync.cli._common import (
     AllowPrivateNetworksOption,
     DbOption,
     network_overrides,
+    plain_console,
 )
 from sitesync.cli.runs import run_table
 from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
+from sitesync.redact import redact
 from sitesync.runs.crawl import (
     CrawlRequest,
     crawl,
@@ -35,7 +37,7 @@ from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.worker import CrawlWorker
 from sitesync.store import Store, open_store
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 
 
 def crawl_command(
@@ -177,7 +179,9 @@ def crawl_command(
             raise ConfigError("--queue creates a new run: give seed URLs, not --resume")
         check_before_run(settings, request)
         run = asyncio.run(_enqueue(settings, request))
-        Console().print(f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it")
+        plain_console().print(
+            f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it"
+        )
         return
     crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
 
@@ -221,6 +225,9 @@ def worker_command(
     summary_json: Annotated[
         Path | None, typer.Option(help="Also write the final counters to this JSON file.")
     ] = None,
+    db_from_stdin: Annotated[
+        bool, typer.Option("--db-from-stdin", hidden=True, help="Read --db from stdin.")
+    ] = False,
 ) -> None:
     """Join a run from another process or machine and crawl until it ends.
 
@@ -228,6 +235,8 @@ def worker_command(
     (claims), and counters stay exact whichever worker dies. Other settings come from
     SITESYNC_* variables or sitesync.toml.
     """
+    if db_from_stdin:  # how supervise hands over a DSN: never on a command line
+        db = sys.stdin.readline().strip() or None
     settings = load_settings(
         db=db,
         concurrency=concurrency,
@@ -252,7 +261,7 @@ def crawl_and_report(
     started = time.monotonic()
     run = asyncio.run(_crawl(settings, request, show_progress=progress))
     elapsed = time.monotonic() - started
-    Console().print(run_table(run))
+    plain_console().print(run_table(run))
     if summary_json is not None:
         summary_json.write_text(json.dumps(_summary(run, elapsed), indent=2) + "\n")
     if run.status is RunStatus.STOPPED:
@@ -278,7 +287,7 @@ async def _crawl(settings: Settings, request: CrawlRequest, *, show_progress: bo
             console.print(f"run {run.id} is already completed: nothing to do")
             return run
         console.print(
-            f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {settings.db}"
+            f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {redact(settings.db)}"
         )
         if not show_progress:
             return await crawl(store, run, settings)

@@ -7,12 +7,12 @@ import contextlib
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from sitesync.cli._common import DbOption
+from sitesync.cli._common import DbOption, plain_console
 from sitesync.config import load_settings
+from sitesync.redact import redact
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 
 
 def dashboard_command(
@@ -44,8 +44,8 @@ def dashboard_command(
     def ready(url: str) -> None:
         hint = " (open it once as ?token=TOKEN, or send 'Authorization: Bearer TOKEN')"
         console.print(
-            f"dashboard of {settings.db} at {url}" + (hint if settings.dashboard_token else ""),
-            highlight=False,
+            f"dashboard of {redact(settings.db)} at {url}"
+            + (hint if settings.dashboard_token else ""),
             soft_wrap=True,
         )
 

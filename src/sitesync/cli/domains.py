@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from sitesync.cli._common import (
@@ -26,6 +25,8 @@ from sitesync.cli._common import (
     AllowPrivateNetworksOption,
     DbOption,
     network_overrides,
+    plain_console,
+    styled,
     with_store,
 )
 from sitesync.cli.crawl import crawl_and_report
@@ -43,8 +44,8 @@ EXIT_SCAN_CONFLICT = 3
 
 _COLUMNS = ("domain", "host", "url")  # looked for in this order, case-insensitively
 
-console = Console()
-err_console = Console(stderr=True)
+console = plain_console()
+err_console = plain_console(stderr=True)
 
 domains_app = typer.Typer(help="Registered domains, grouped in scopes.", no_args_is_help=True)
 
@@ -173,7 +174,7 @@ def import_command(
     settings = load_settings(db=db, **network_overrides(allow_private_networks, allow_network))
     found = read_domain_list(_read_file(file), settings.network_policy())
     for line, problem in found.problems:
-        err_console.print(f"[yellow]line {line}:[/] {problem}", highlight=False, soft_wrap=True)
+        err_console.print(styled(f"line {line}:", "yellow"), problem, soft_wrap=True)
     if not found.hosts:
         raise ConfigError(f"{file}: no valid domains to import")
     new = with_store(settings.db, lambda store: store.import_domains(scope, found.hosts))
@@ -219,8 +220,8 @@ def domains_table(domains: list[Domain]) -> Table:
         table.add_row(
             domain.host,
             domain.scope or "-",
-            "yes" if domain.active else "[red]no[/]",
-            "[yellow]stale[/]" if domain.stale else "-",
+            "yes" if domain.active else styled("no", "red"),
+            styled("stale", "yellow") if domain.stale else "-",
             str(domain.unreachable_streak),
             domain.canonical_host or "-",
             ", ".join(domain.aliases) or "-",
@@ -253,8 +254,8 @@ def scan_command(
         run = with_store(settings.db, lambda store: start_scan(store, scope, settings))
     except ScanConflict as exc:
         err_console.print(
-            f"[bold red]error:[/] scope {scope} already has an active run: {exc.run_id}",
-            highlight=False,
+            styled("error:", "bold red"),
+            f"scope {scope} already has an active run: {exc.run_id}",
             soft_wrap=True,
         )
         raise typer.Exit(EXIT_SCAN_CONFLICT) from None
@@ -314,9 +315,9 @@ def schedule_command(
     )
     if not active:
         err_console.print(
-            f"[yellow]warning:[/] scope {scope!r} has no active domains yet: "
+            styled("warning:", "yellow"),
+            f"scope {scope!r} has no active domains yet: "
             f"'sitesync domains import FILE --scope {scope}'",
-            highlight=False,
             soft_wrap=True,
         )
 

@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from sitesync.cli._common import DbOption, with_store
+from sitesync.cli._common import DbOption, plain_console, with_store
 from sitesync.config import load_settings
 from sitesync.export import ExportFormat, export_run
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 
 
 def export_command(

@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
-from sitesync.cli._common import DbOption, with_store
+from sitesync.cli._common import DbOption, plain_console, with_store
 from sitesync.cli.runs import status_text
 from sitesync.config import load_settings
 from sitesync.models import Run, RunStatus
 from sitesync.store import Store
 
-console = Console()
+console = plain_console()
 
 RunId = Annotated[int, typer.Argument(help="The run.")]
 
@@ -31,7 +31,7 @@ def _move(db: str | None, run_id: int, target: RunStatus, reason: str) -> Run:
         return await store.transition_run(run_id, target, reason=reason)
 
     run = with_store(settings.db, move)
-    console.print(f"run {run.id} is now {status_text(run.status)}", highlight=False)
+    console.print(Text.assemble(f"run {run.id} is now ", status_text(run.status)))
     return run
 
 

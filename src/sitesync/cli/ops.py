@@ -10,16 +10,15 @@ import time
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from sitesync.cli._common import DbOption, with_store
+from sitesync.cli._common import DbOption, plain_console, with_store
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError
 from sitesync.models import Claim, Run, RunStatus
 from sitesync.store import Store
 
-console = Console()
+console = plain_console()
 
 claims_app = typer.Typer(help="Host claims held by workers.", no_args_is_help=True)
 

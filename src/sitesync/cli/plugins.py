@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
+from sitesync.cli._common import plain_console, styled
 from sitesync.config import load_settings
 from sitesync.plugins.loader import PluginStatus, discover
 
-console = Console()
+console = plain_console()
 
 _STYLE = {
     PluginStatus.LOADED: "green",
@@ -30,7 +30,7 @@ def plugins_command() -> None:
         table.add_column(column, overflow="fold")
     for info in found.infos:
         origin = "built-in" if info.builtin else (info.distribution or "?")
-        status = f"[{_STYLE[info.status]}]{info.status.value}[/]"
+        status = styled(info.status.value, _STYLE[info.status])
         table.add_row(info.name, status, origin, info.target, info.error or "")
     if not found.infos:
         console.print("no plugins found: is sitesync installed (pip install / uv sync)?")

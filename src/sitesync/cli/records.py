@@ -7,10 +7,9 @@ import time
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from sitesync.cli._common import DbOption, format_bytes, with_store
+from sitesync.cli._common import DbOption, format_bytes, plain_console, with_store
 from sitesync.config import load_settings
 from sitesync.errors import InvalidURL
 from sitesync.models import HostAssets, RecordChange, RecordVersion, RunDiff
@@ -18,7 +17,7 @@ from sitesync.plugins.base import record_key
 from sitesync.store import Store
 from sitesync.urls import normalize_url
 
-console = Console()
+console = plain_console()
 
 
 def history_command(

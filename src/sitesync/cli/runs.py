@@ -6,15 +6,23 @@ import time
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from sitesync.cli._common import DbOption, format_bytes, format_duration, with_store
+from sitesync.cli._common import (
+    DbOption,
+    format_bytes,
+    format_duration,
+    plain_console,
+    styled,
+    with_store,
+)
 from sitesync.config import load_settings
 from sitesync.models import Run, RunStatus, TaskState
+from sitesync.redact import redact
 from sitesync.store import Store
 
-console = Console()
+console = plain_console()
 
 _STATUS_STYLE = {
     RunStatus.RUNNING: "cyan",
@@ -27,8 +35,8 @@ _STATUS_STYLE = {
 }
 
 
-def status_text(status: RunStatus) -> str:
-    return f"[{_STATUS_STYLE[status]}]{status.value}[/]"
+def status_text(status: RunStatus) -> Text:
+    return styled(status.value, _STATUS_STYLE[status])
 
 
 runs_app = typer.Typer(help="List runs, or clean up stale ones.", invoke_without_command=True)
@@ -45,7 +53,7 @@ def runs_command(
         return
     settings = load_settings(db=db)
     runs = with_store(settings.db, lambda store: store.list_runs(limit=limit))
-    table = Table(title=f"runs in {settings.db}")
+    table = Table(title=f"runs in {redact(settings.db)}")
     for column in ("run", "status", "seeds", "done", "pending", "failed", "fetched", "duration"):
         table.add_column(column, justify="right" if column != "seeds" else "left")
     for run in runs:
@@ -61,7 +69,7 @@ def runs_command(
             format_duration(_duration(run)),
         )
     if not runs:
-        console.print(f"no runs in {settings.db} yet: start one with 'sitesync crawl URL'")
+        console.print(f"no runs in {redact(settings.db)} yet: start one with 'sitesync crawl URL'")
         return
     console.print(table)
 
@@ -127,7 +135,7 @@ def run_table(run: Run) -> Table:
     table.add_column("value")
     duration = _duration(run)
     rate = counters.pages_fetched / duration if duration else 0.0
-    rows = [
+    rows: list[tuple[str, str | Text]] = [
         (
             "status",
             status_text(run.status) + (f" ({run.status_reason})" if run.status_reason else ""),
@@ -170,4 +178,4 @@ def db_upgrade(db: DbOption = None) -> None:
         return None
 
     with_store(settings.db, noop)  # opening a store migrates it
-    console.print(f"{settings.db}: schema up to date")
+    console.print(f"{redact(settings.db)}: schema up to date")

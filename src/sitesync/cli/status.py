@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from sitesync.cli._common import DbOption, with_store
+from sitesync.cli._common import DbOption, plain_console, styled, with_store
 from sitesync.cli.runs import status_text
 from sitesync.config import load_settings
+from sitesync.redact import redact
 from sitesync.store import Store
 from sitesync.web.idle import ago
 from sitesync.web.overview import Overview, OverviewOptions
 from sitesync.web.schema import StatusOverview
 
-console = Console()
+console = plain_console()
 
 
 def status_command(db: DbOption = None) -> None:
@@ -32,12 +33,15 @@ def status_command(db: DbOption = None) -> None:
 
     overview = with_store(settings.db, load)
     if not overview.active_runs:
-        console.print(f"no active run in {settings.db}: 'sitesync runs' lists past runs")
+        console.print(f"no active run in {redact(settings.db)}: 'sitesync runs' lists past runs")
         return
     console.print(runs_table(overview))
     console.print(
-        f"pending across active runs: [bold]{overview.pending_total}[/]"
-        f" ({overview.in_flight_total} in flight)"
+        Text.assemble(
+            "pending across active runs: ",
+            styled(str(overview.pending_total), "bold"),
+            f" ({overview.in_flight_total} in flight)",
+        )
     )
     idle = idle_table(overview)
     if idle is not None:

@@ -11,19 +11,20 @@ import socket
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from sitesync.cli._common import (
     AllowNetworkOption,
     AllowPrivateNetworksOption,
     DbOption,
     network_overrides,
+    plain_console,
 )
 from sitesync.config import Settings, load_settings
+from sitesync.redact import redact
 from sitesync.runs.supervisor import ScanStarter, Supervisor, SupervisorOptions
 from sitesync.store import Store, open_store
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 log = logging.getLogger(__name__)
 
 
@@ -82,7 +83,7 @@ async def _supervise(settings: Settings, *, once: bool) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, supervisor.stop)
-    console.print(f"supervisor {supervisor_id} on {settings.db}")
+    console.print(f"supervisor {supervisor_id} on {redact(settings.db)}")
     try:
         await supervisor.run(once=once)
     finally:

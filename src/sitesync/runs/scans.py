@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from sitesync.errors import ConfigError, ScanConflict
 from sitesync.frontier.frontier import normalize_seeds
@@ -44,6 +44,13 @@ def check_cadence(cadence: str) -> str:
             f"invalid cadence {cadence!r}: expected a cron expression of 5 fields "
             f"(minute hour day-of-month month day-of-week), e.g. {DEFAULT_CADENCE!r} = monthly"
         )
+    try:
+        croniter(text, datetime(2000, 1, 1, tzinfo=UTC)).get_next(float)
+    except CroniterBadDateError:
+        # Valid fields that name no date (31 February): a schedule that would never fire.
+        raise ConfigError(
+            f"cadence {cadence!r} names no date that exists: it would never fire"
+        ) from None
     return text
 
 

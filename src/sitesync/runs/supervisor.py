@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 
+#: How a worker is told its store: the variable's value is sent on its stdin, with this flag.
+DB_VARIABLE = "SITESYNC_DB"
+DB_FROM_STDIN = "--db-from-stdin"
+
 #: Starts the scans whose schedules are due (see sitesync.runs.scans).
 ScanStarter = Callable[[Store], Awaitable[object]]
 
@@ -126,12 +130,22 @@ class Supervisor:
 
     def _spawn(self, run_id: int) -> subprocess.Popen[bytes]:
         env = {**os.environ, **self.options.worker_env}
-        return subprocess.Popen(
-            [sys.executable, "-m", "sitesync", "worker", "--run", str(run_id)],
+        # The store's DSN may carry a password: a command line is readable by every user of
+        # the machine and an environment by the same user, so it goes over a pipe instead.
+        db = env.pop(DB_VARIABLE, None)
+        command = [sys.executable, "-m", "sitesync", "worker", "--run", str(run_id)]
+        proc = subprocess.Popen(
+            [*command, DB_FROM_STDIN] if db else command,
             env=env,
             preexec_fn=_die_with_parent,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if db else subprocess.DEVNULL,
         )
+        if db and proc.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):  # it died at once: _reap reports it
+                proc.stdin.write(db.encode() + b"\n")
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
+        return proc
 
     def _reap(self) -> None:
         for run_id, procs in list(self._workers.items()):

@@ -9,11 +9,12 @@ f-strings out of SQL.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import LiteralString, cast
 
-from sitesync.errors import MigrationError
+from sitesync.errors import MigrationError, SchemaTooNew
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
@@ -55,3 +56,15 @@ def load_migrations(package: str) -> list[Migration]:
     if versions != list(range(1, len(found) + 1)):
         raise MigrationError(f"migrations of {package} are not numbered 1..N: {versions}")
     return found
+
+
+def refuse_newer(applied: Iterable[int], known: list[Migration], where: str) -> None:
+    """``SchemaTooNew`` when a newer sitesync migrated the store: this one would misread it
+    (or write rows the newer one does not expect), so it is not used at all."""
+    newest = max(applied, default=0)
+    ours = known[-1].version if known else 0
+    if newest > ours:
+        raise SchemaTooNew(
+            f"store {where} has schema version {newest}, newer than this sitesync knows "
+            f"(schema version {ours}): upgrade sitesync to use this store"
+        )

@@ -17,7 +17,7 @@ from sitesync.config import Settings
 from sitesync.errors import IllegalTransition, RunNotFound
 from sitesync.store import open_store
 from sitesync.store.base import Store
-from sitesync.web.auth import Guard
+from sitesync.web.auth import Guard, check_token
 from sitesync.web.routes import api, pages
 from sitesync.web.state import Dashboard
 
@@ -27,6 +27,7 @@ STATIC = Path(str(resources.files("sitesync.web").joinpath("static")))
 def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     """The app. Without ``store`` it opens ``settings.db`` on start-up and closes it on
     shutdown; with one (tests) the caller owns it and samples with ``dashboard.sampler``."""
+    check_token(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

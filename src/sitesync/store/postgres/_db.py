@@ -19,7 +19,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import PoolClosed, PoolTimeout
 
 from sitesync.errors import ConfigError, MigrationError, StoreError
-from sitesync.store._sql import load_migrations, load_queries
+from sitesync.store._sql import load_migrations, load_queries, refuse_newer
 
 Conn: TypeAlias = AsyncConnection[DictRow]
 
@@ -112,7 +112,9 @@ async def use_schema(conn: Conn, *, schema: str) -> None:
     await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
 
 
-async def apply_migrations(conn: Conn, schema: str | None, now: float) -> list[int]:
+async def apply_migrations(
+    conn: Conn, schema: str | None, now: float, where: str = "PostgreSQL"
+) -> list[int]:
     """Apply, in one transaction, every migration not yet recorded; the versions applied."""
     applied: list[int] = []
     async with conn.transaction():
@@ -122,7 +124,9 @@ async def apply_migrations(conn: Conn, schema: str | None, now: float) -> list[i
         await conn.execute(_Q["create_migrations_table"])
         rows = await (await conn.execute(_Q["select_migrations"])).fetchall()
         done = {row["version"] for row in rows}
-        for migration in load_migrations(_PACKAGE):
+        migrations = load_migrations(_PACKAGE)
+        refuse_newer(done, migrations, where)
+        for migration in migrations:
             if migration.version in done:
                 continue
             try:

@@ -153,7 +153,7 @@ class PostgresStore(
         where = describe(dsn)
         check_schema(schema)
         async with await connect(dsn, where, schema) as conn, errors_at(where):
-            return await apply_migrations(conn, schema, clock())
+            return await apply_migrations(conn, schema, clock(), where)
 
     async def close(self) -> None:
         if self._closed:

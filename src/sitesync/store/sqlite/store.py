@@ -46,7 +46,7 @@ from sitesync.models import (
 from sitesync.store import _rows as _shared
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._rows import candidate_scan, counter_delta, pick_per_host
-from sitesync.store._sql import load_migrations, load_queries
+from sitesync.store._sql import load_migrations, load_queries, refuse_newer
 from sitesync.store.sqlite.coordination import SqliteCoordination, end_tasks_of_ended_hosts
 from sitesync.store.sqlite.overview import SqliteOverview
 from sitesync.store.sqlite.records import SqliteRecords
@@ -168,7 +168,9 @@ class SqliteStore(
         )
         with self._write():
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            for migration in load_migrations("sitesync.store.sqlite"):
+            migrations = load_migrations("sitesync.store.sqlite")
+            refuse_newer(applied, migrations, self.path)
+            for migration in migrations:
                 if migration.version in applied:
                     continue
                 try:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from sitesync.redact import redact
 from sitesync.web.state import dashboard_of
 
 router = APIRouter()
@@ -23,13 +24,5 @@ async def dashboard_page(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(
         request,
         "dashboard.html",
-        {"db": _shown_db(settings.db), "refresh_ms": 2000},
+        {"db": redact(settings.db), "refresh_ms": 2000},
     )
-
-
-def _shown_db(db: str) -> str:
-    """The store's name without a password (PostgreSQL URLs may carry one)."""
-    if "://" not in db or "@" not in db:
-        return db
-    scheme, rest = db.split("://", 1)
-    return f"{scheme}://{rest.rsplit('@', 1)[1]}"
