@@ -130,9 +130,7 @@ def test_bad_export_paths_are_one_line_and_create_nothing(tmp_path: Path) -> Non
     one_line_error(cli("export", "1", "--db", str(db), "-o", str(missing)), "does not exist")
     assert not missing.parent.exists()
     one_line_error(cli("export", "1", "--db", str(db), "-o", str(tmp_path)), "is a directory")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile.db"] + sorted(
-        p.name for p in tmp_path.iterdir() if p.name.startswith("hostile.db-")
-    )
+    assert {p.name for p in tmp_path.iterdir() if not p.name.startswith("hostile.db")} == set()
 
 
 def test_export_replaces_the_file_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -181,9 +179,8 @@ def test_a_store_from_the_future_is_refused_naming_both_versions(db_url: str) ->
 def _record_migration(db_url: str, version: int) -> None:
     _execute(
         db_url,
-        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ({v}, 'from_the_future', 0)".format(
-            v=version
-        ),
+        "INSERT INTO schema_migrations (version, name, applied_at) "
+        f"VALUES ({version}, 'from_the_future', 0)",
     )
 
 
