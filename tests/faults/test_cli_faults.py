@@ -24,6 +24,8 @@ from tests.contract.test_frontier_store import task
 #: Rich markup (a closing tag with no opening one crashed ``show``), an emoji code and a link.
 HOSTILE = "boom [/bold] [red]x[/red] :x: [link=http://e.test]y[/link]"
 SEED = "http://a.test/[/bold]"
+#: Terminal control sequences: clear the screen, retitle the window.
+CONTROL = "\x1b[2J\x1b]0;pwned\x07"
 
 
 def cli(
@@ -74,7 +76,7 @@ def hostile_store(db: Path) -> None:
             )
             other = await store.create_run(RunConfig(seeds=(SEED,)))
             await store.transition_run(other.id, RunStatus.RUNNING)
-            await store.transition_run(other.id, RunStatus.FAILED, reason=HOSTILE)
+            await store.transition_run(other.id, RunStatus.FAILED, reason=HOSTILE + CONTROL)
         finally:
             await store.close()
 
@@ -102,7 +104,11 @@ def test_stored_markup_is_shown_as_text_by_every_command(tmp_path: Path) -> None
     assert SEED in shown["show 1"].stdout and SEED in shown["runs"].stdout
     assert SEED in shown["status"].stdout
     assert f"history of page:{SEED}" in shown["history"].stdout
-    assert "❌" not in "".join(r.stdout for r in shown.values())  # :x: stayed text
+    everything = "".join(r.stdout + r.stderr for r in shown.values())
+    assert "❌" not in everything  # :x: stayed text
+    # Control characters are shown escaped, never sent to the terminal.
+    assert "\x1b" not in everything and "\x07" not in everything
+    assert "\\x1b[2J\\x1b]0;pwned\\x07" in shown["show 2"].stdout
 
 
 def test_a_malformed_settings_file_is_one_line(tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ from sitesync.cli import records as _records
 from sitesync.cli import runs as _runs
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
-from sitesync.cli._common import plain_console, styled
+from sitesync.cli._common import LogFormatter, plain_console, styled
 from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
-from sitesync.redact import RedactingFormatter, redact
+from sitesync.redact import redact
 
 app = typer.Typer(
     name="sitesync",
@@ -60,7 +60,7 @@ def main() -> None:
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     for handler in logging.getLogger().handlers:  # a logged error may quote a DSN
-        handler.setFormatter(RedactingFormatter(handler.formatter))
+        handler.setFormatter(LogFormatter(handler.formatter))
     try:
         app()
     except StoreUnavailable as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -10,9 +12,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from sitesync.redact import RedactingFormatter
 from sitesync.store import Store, open_store
 
 T = TypeVar("T")
+
+# C0 and C1 controls but newline and tab: a terminal would act on them (ESC starts sequences
+# that move the cursor, clear the screen, retitle the window or write to the clipboard).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 DbOption = Annotated[
     str | None,
@@ -47,14 +54,34 @@ def network_overrides(allow_private: bool | None, networks: list[str] | None) ->
     return {"allow_private_networks": allow_private, "allowed_networks": networks or None}
 
 
+class _TextConsole(Console):
+    """Prints every string as the text it is (see :func:`plain_console`)."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(visible(text), **options)
+
+
 def plain_console(*, stderr: bool = False) -> Console:
     """A console that prints strings as they are.
 
     Much of what sitesync prints came from crawled servers (URLs, error messages, titles):
-    rich markup (``[/bold]``), emoji codes (``:x:``) or highlighting must never apply to it,
-    so markup is off on every console of the CLI; styling goes through :func:`styled`.
+    rich markup (``[/bold]``), emoji codes (``:x:``), highlighting and terminal control
+    sequences (``ESC [2J``) must never apply to it, so markup is off on every console of the
+    CLI and control characters are shown escaped; styling goes through :func:`styled`.
     """
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+    return _TextConsole(stderr=stderr, markup=False, emoji=False, highlight=False)
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (but newline and tab) shown as ``\\xNN`` escapes."""
+    return _CONTROL.sub(lambda match: match.group(0).encode("unicode_escape").decode(), text)
+
+
+class LogFormatter(RedactingFormatter):
+    """Log lines without secrets, and with a server's control characters made visible."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
 
 
 def styled(text: str, style: str) -> Text:
