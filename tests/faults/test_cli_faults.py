@@ -19,6 +19,7 @@ import pytest
 from sitesync.models import AssetRecord, RunConfig, RunStatus, TaskReport
 from sitesync.store import open_store
 from sitesync.store._sql import load_migrations
+from tests.acceptance._cli import KEPT
 from tests.contract.test_frontier_store import task
 
 #: Rich markup (a closing tag with no opening one crashed ``show``), an emoji code and a link.
@@ -31,7 +32,7 @@ CONTROL = "\x1b[2J\x1b]0;pwned\x07"
 def cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
     return subprocess.run(
         [sys.executable, "-m", "sitesync", *args],
         capture_output=True,

@@ -24,6 +24,7 @@ import pytest
 
 from sitesync.redact import redact, secrets_in
 from sitesync.testing import LoopbackSite, SiteSpec
+from tests.acceptance._cli import KEPT
 
 FORMS = ["userinfo", "query"]
 
@@ -91,7 +92,7 @@ class Seen:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
     return {**env, "COLUMNS": "300"}
 
 
