@@ -116,38 +116,55 @@ def stop(process: subprocess.Popen[str]) -> None:
         process.wait()
 
 
-@pytest.mark.parametrize("form", FORMS)
-def test_no_command_shows_the_password(
-    form: str,
-    postgres_dsn: str,
-    postgres_schema: str,
-    site_factory: Callable[[SiteSpec], LoopbackSite],
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(params=FORMS)
+def secret_db(
+    request: pytest.FixtureRequest, postgres_dsn: str, postgres_schema: str, tmp_path: Path
+) -> tuple[str, Seen]:
+    """A DSN of the test's schema carrying a fresh password (in each form), and what will
+    have been seen of it."""
     password = f"Pw-{secrets.token_hex(8)}"
-    db = with_password(postgres_dsn, password, postgres_schema, form)
+    db = with_password(postgres_dsn, password, postgres_schema, request.param)
     assert password in db
-    site = site_factory(SiteSpec(hosts=1, pages_per_host=8, links_per_page=4, page_bytes=500))
-    slow = site_factory(
-        SiteSpec(
-            hosts=1, pages_per_host=20, links_per_page=4, page_bytes=500, first_ip=20, delay=0.2
-        )
-    )
-    seen = Seen(password, tmp_path)
-    fast = ["--no-progress", "--no-robots", "--no-sitemaps", "--delay", "0"]
+    return db, Seen(password, tmp_path)
 
+
+FAST = ["--no-progress", "--no-robots", "--no-sitemaps", "--delay", "0"]
+
+
+def small_site(site_factory: Callable[[SiteSpec], LoopbackSite], **spec: float) -> LoopbackSite:
+    shape: dict[str, float] = {"hosts": 1, "pages_per_host": 8, "links_per_page": 4}
+    return site_factory(SiteSpec(page_bytes=500, **{**shape, **spec}))  # type: ignore[arg-type]
+
+
+def test_store_commands_do_not_show_the_password(
+    secret_db: tuple[str, Seen], site_factory: Callable[[SiteSpec], LoopbackSite]
+) -> None:
+    db, seen = secret_db
+    site = small_site(site_factory)
     seen.run("db", "upgrade", "--db", db)
-    seen.run("crawl", *site.root_urls, "--db", db, *fast)
+    seen.run("crawl", *site.root_urls, "--db", db, *FAST)
     seen.run("runs", "--db", db)
     seen.run("show", "1", "--db", db)
     seen.run("status", "--db", db)
     seen.run("records", "1", "--db", db)
-    seen.run("export", "1", "--db", db, "-o", str(tmp_path / "out.jsonl"))
-    seen.run("crawl", *site.root_urls, "--db", db, "--queue", *fast)
+    seen.run("export", "1", "--db", db, "-o", str(seen.tmp_path / "out.jsonl"))
+    seen.run("crawl", *site.root_urls, "--db", db, "--queue", *FAST)
     seen.run("worker", "--run", "2", "--db", db, "--delay", "0")
+    # Errors: a store that cannot be reached, named with the password.
+    unreachable = db.replace(urlsplit(db).netloc.rpartition("@")[2] or "x", "127.0.0.1:1", 1)
+    assert seen.password in unreachable and ":1/" in unreachable
+    failed = seen.run("runs", "--db", unreachable, expect=1)
+    assert failed.stderr.startswith("error: ")
+    seen.assert_clean()
 
-    # supervise spawns a worker for a queued run of a slow site; it is looked at while alive.
-    seen.run("crawl", *slow.root_urls, "--db", db, "--queue", *fast)
+
+def test_supervise_and_its_workers_do_not_show_the_password(
+    secret_db: tuple[str, Seen], site_factory: Callable[[SiteSpec], LoopbackSite]
+) -> None:
+    """Workers are looked at while alive: /proc/PID/cmdline and /proc/PID/environ."""
+    db, seen = secret_db
+    slow = small_site(site_factory, pages_per_host=20, delay=0.2)
+    seen.run("crawl", *slow.root_urls, "--db", db, "--queue", *FAST)
     supervisor = seen.start("supervise", "supervise", "--db", db, env={"SITESYNC_DELAY": "0"})
     try:
         workers = wait_for(lambda: _workers_of(supervisor.pid), 40, "a spawned worker")
@@ -160,16 +177,23 @@ def test_no_command_shows_the_password(
             assert b"SITESYNC_DB=" not in environ
         # The worker got the store over its stdin: it crawls into it (it logs to our log).
         log = seen.tmp_path / "supervise.log"
-        wait_for(lambda: "run 3: crawling" in log.read_text(), 40, "the worker crawling")
+        wait_for(lambda: "run 1: crawling" in log.read_text(), 40, "the worker crawling")
     finally:
         stop(supervisor)
     seen.collect("supervise")
+    seen.assert_clean()
 
-    # The dashboard: its announcement, its page, the API and /metrics.
+
+def test_the_dashboard_its_api_and_metrics_do_not_show_the_password(
+    secret_db: tuple[str, Seen], site_factory: Callable[[SiteSpec], LoopbackSite]
+) -> None:
+    db, seen = secret_db
+    site = small_site(site_factory)
+    seen.run("crawl", *site.root_urls, "--db", db, *FAST)
     dashboard = seen.start("dashboard", "dashboard", "--db", db, "--port", "0")
     try:
         url = wait_for(lambda: _announced(seen.tmp_path / "dashboard.log"), 30, "the dashboard")
-        for path in ("", "api/status", "api/runs", "api/runs/1", "api/runs/3", "metrics"):
+        for path in ("", "api/status", "api/runs", "api/runs/1", "api/runs/1/errors", "metrics"):
             with urllib.request.urlopen(f"{url}{path}", timeout=30) as response:
                 body = response.read().decode()
             seen.add(f"GET /{path}", body)
@@ -178,12 +202,6 @@ def test_no_command_shows_the_password(
     finally:
         stop(dashboard)
     seen.collect("dashboard")
-
-    # Errors: a store that cannot be reached, named with the password.
-    unreachable = db.replace(urlsplit(db).netloc.rpartition("@")[2] or "x", "127.0.0.1:1", 1)
-    assert password in unreachable and ":1/" in unreachable
-    failed = seen.run("runs", "--db", unreachable, expect=1)
-    assert failed.stderr.startswith("error: ")
     seen.assert_clean()
 
 

@@ -86,7 +86,7 @@ class LogFormatter(RedactingFormatter):
 
 def styled(text: str, style: str) -> Text:
     """``text`` in ``style``, taken literally (never parsed as markup)."""
-    return Text(text, style=style)
+    return Text(visible(text), style=style)
 
 
 def with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:

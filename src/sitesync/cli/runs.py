@@ -15,6 +15,7 @@ from sitesync.cli._common import (
     format_duration,
     plain_console,
     styled,
+    visible,
     with_store,
 )
 from sitesync.config import load_settings
@@ -138,7 +139,8 @@ def run_table(run: Run) -> Table:
     rows: list[tuple[str, str | Text]] = [
         (
             "status",
-            status_text(run.status) + (f" ({run.status_reason})" if run.status_reason else ""),
+            status_text(run.status)
+            + (visible(f" ({run.status_reason})") if run.status_reason else ""),
         ),
         ("seeds", "\n".join(run.config.seeds)),
         ("tasks", str(counters.tasks_total)),
