@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from sitesync.errors import StoreUnavailable
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import HttpFetcher
 from sitesync.models import (
@@ -31,6 +32,7 @@ from sitesync.models import (
     CrawlArtifact,
     ProcessedArtifact,
     RecordVersion,
+    ReportVerdict,
     RunConfig,
     RunStatus,
     Task,
@@ -396,3 +398,45 @@ async def test_a_report_the_store_refuses_fails_its_task_alone(store: Store) -> 
     assert run.counters.failed == counts[TaskState.FAILED] == 1
     assert run.counters.pages_fetched == 5
     assert run.counters.pending == run.counters.assigned == 0
+
+
+class StoreDownForReports:
+    """The real store, except that the first two reports find it unavailable past its retry
+    budget (a long PostgreSQL outage that ends just then)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def report(self, run_id: int, reports: list[object]) -> list[ReportVerdict]:
+        if self.refused < 2:
+            self.refused += 1
+            raise StoreUnavailable("store unavailable for more than 0s (test)")
+        return await self._store.report(run_id, reports)  # type: ignore[arg-type]
+
+
+async def test_an_unavailable_store_fails_no_task_it_could_not_store(store: Store) -> None:
+    """The one-by-one fallback is for a report the store refuses, not for a store that is
+    down: blaming the batch's tasks would fail good pages. The worker leaves instead."""
+    pages = {"/": Page(html("/a", "/b"))}
+    pages.update({path: Page(html(text=path)) for path in ("/a", "/b")})
+    with RawSite(pages) as site:
+        run = await store.create_run(RunConfig(seeds=(site.url + "/",)))
+        run = await store.transition_run(run.id, RunStatus.RUNNING)
+        options = WorkerOptions(
+            per_host_delay=0, per_host_concurrency=0, respect_robots=False, sitemaps=False,
+            claim_seconds=30, claim_safety=5,
+        )  # fmt: skip
+        down = StoreDownForReports(store)
+        async with HttpFetcher(network=OPEN_LOOPBACK, limits=FetchLimits(total_timeout=5)) as f:
+            worker = CrawlWorker(down, run, f, options=options)  # type: ignore[arg-type]
+            with pytest.raises(StoreUnavailable):
+                await asyncio.wait_for(worker.run(), 60)
+    assert down.refused >= 1
+    counts = await store.count_tasks(run.id)
+    assert counts.get(TaskState.FAILED, 0) == 0
+    assert counts.get(TaskState.COMPLETED, 0) == 0
+    assert (await store.get_run(run.id)).status is RunStatus.RUNNING

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
+from sitesync.errors import StoreUnavailable
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
@@ -471,6 +472,8 @@ class CrawlWorker:
         batch, self._reports = self._reports, []
         try:
             verdicts = await self.store.report(self.run_id, batch)
+        except StoreUnavailable:
+            raise  # the store is down, not the batch: nothing to blame on one report
         except Exception as exc:
             # One report the store refuses must not take its batch (and the worker) with it.
             log.warning(
@@ -506,6 +509,8 @@ class CrawlWorker:
         try:
             [verdict] = await self.store.report(self.run_id, [report])
             return verdict
+        except StoreUnavailable:
+            raise
         except Exception as exc:
             error = f"report could not be stored: {_one_line(exc)}"
             log.error("%s: %s", report.lease.url, error)
