@@ -18,7 +18,7 @@ from pydantic_settings import (
 
 from sitesync.errors import ConfigError
 from sitesync.fetch.base import FetchLimits
-from sitesync.fetch.http import DEFAULT_USER_AGENT
+from sitesync.fetch.http import default_user_agent
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_networks
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.redact import redact, remember_secret, remember_secrets
@@ -26,6 +26,7 @@ from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
 from sitesync.runs.worker import WorkerOptions
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
+from sitesync.urls import DEFAULT_SESSION_PARAMS
 
 DEFAULT_DB = "sitesync.db"
 
@@ -145,7 +146,19 @@ class Settings(BaseSettings):
     ``5,15,30``. With 3 attempts a dead host ends about 20 s after its first failure."""
 
     sitemaps: bool = True
-    """Admit the URLs that the seeds' hosts list in their sitemaps."""
+    """Admit the URLs that the seeds' hosts list in their sitemaps. Sitemaps (robots.txt
+    ``Sitemap:`` lines, ``/sitemap.xml``, index children) are fetched only when in scope and
+    allowed by robots.txt, and not at all while robots.txt answers 5xx or not at all."""
+
+    follow_offsite_seed_redirects: bool = False
+    """Follow a seed's redirect to another site (not merely ``www.`` or a subdomain of the
+    seed's host). Off: the redirect is recorded (canonical host) but not followed
+    (flag: ``--follow-offsite-seed-redirects``)."""
+
+    session_params: Annotated[tuple[str, ...], NoDecode] = DEFAULT_SESSION_PARAMS
+    """Query and path parameters (``;jsessionid=``) that carry session ids: dropped from every
+    URL so a site minting a fresh one per link costs no more than its distinct pages
+    (comma-separated in the environment; empty: keep them all)."""
 
     max_crawl_delay: float = Field(60.0, ge=0)
     """Largest robots.txt Crawl-delay honoured, in seconds; longer ones are capped."""
@@ -153,8 +166,13 @@ class Settings(BaseSettings):
     max_retry_after: float = Field(3600.0, ge=0)
     """Largest Retry-After honoured, in seconds; longer ones are capped."""
 
-    user_agent: str = DEFAULT_USER_AGENT
-    """The User-Agent header: name your crawler and give a contact URL."""
+    contact: str = ""
+    """How site owners reach whoever runs this crawler (a URL or an e-mail address); shown in
+    the default User-Agent as ``sitesync/0.1 (+CONTACT)``. Please set it."""
+
+    user_agent: str = ""
+    """The User-Agent header. Empty: ``sitesync/0.1 (+CONTACT)`` from ``contact`` (or
+    ``sitesync/0.1 (contact not configured)``). Its first word is the robots.txt token."""
 
     connect_timeout: float = Field(10.0, gt=0)
     """Seconds to establish a connection."""
@@ -246,9 +264,9 @@ class Settings(BaseSettings):
     """A running run with work left whose counters have not moved for this long is reported
     idle, with the reasons the store shows (``sitesync status``, the dashboard)."""
 
-    @field_validator("plugins", mode="before")
+    @field_validator("plugins", "session_params", mode="before")
     @classmethod
-    def _split_plugin_names(cls, value: Any) -> Any:
+    def _split_names(cls, value: Any) -> Any:
         if isinstance(value, str):  # from the environment or a flag: "page,links"
             return tuple(name.strip() for name in value.split(",") if name.strip())
         return value
@@ -287,6 +305,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Settings:
+        if not self.user_agent.strip():
+            self.user_agent = default_user_agent(self.contact)
         heartbeat = self.worker_options().heartbeat
         if self.lease_seconds < 2 * heartbeat:
             raise ValueError(
@@ -365,6 +385,7 @@ class Settings(BaseSettings):
             dead_host_attempts=self.dead_host_attempts,
             dead_host_recheck=self.dead_host_recheck_seconds,
             sitemaps=self.sitemaps,
+            follow_offsite_seed_redirects=self.follow_offsite_seed_redirects,
             sitemap_max_bytes=self.max_body_bytes,
             max_crawl_delay=self.max_crawl_delay,
             max_retry_after=self.max_retry_after,

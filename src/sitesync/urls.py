@@ -3,8 +3,11 @@
 Two URLs that a server would answer identically should normalize to the same string, and two
 that it may answer differently must not. So the rules only ever apply RFC 3986 equivalences
 (case of scheme and host, default ports, dot segments, percent-encoding of unreserved and of
-illegal characters) plus one deliberate lossy step: tracking parameters are dropped, because they
-never select content and would otherwise multiply every page by every campaign that links to it.
+illegal characters) plus two deliberate lossy steps: tracking parameters are dropped, because they
+never select content and would otherwise multiply every page by every campaign that links to it;
+and session identifiers (``?sid=…``, ``;jsessionid=…``) are dropped, because a site that mints a
+fresh one for every link would otherwise turn each of its pages into endless copies (a crawler
+trap). The session names are a setting (``session_params``); :func:`set_session_params` applies it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ __all__ = [
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",
     "normalize_url",
+    "origin_of",
     "resolve_link",
+    "same_site",
+    "session_params",
+    "set_session_params",
     "url_host",
 ]
 
@@ -34,6 +41,23 @@ TRACKING_PARAMS = frozenset(
     {"gclid", "fbclid", "dclid", "msclkid", "mc_cid", "mc_eid", "_ga", "_gl", "yclid", "igshid"}
 )
 TRACKING_PREFIXES = ("utm_",)
+
+#: Query and path-parameter names that carry a session id (compared case-insensitively).
+DEFAULT_SESSION_PARAMS = (
+    "jsessionid",
+    "phpsessid",
+    "sid",
+    "sessionid",
+    "session_id",
+    "aspsessionid",
+    "cfid",
+    "cftoken",
+    "zenid",
+    "oscsid",
+)
+_session_params: frozenset[str] = frozenset(DEFAULT_SESSION_PARAMS)
+# ";name=value" inside a path segment (Java servlets' ";jsessionid=…").
+_PATH_PARAM_RE = re.compile(r";([^/;=?#]+)=[^/;?#]*")
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -96,9 +120,34 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
+def session_params() -> frozenset[str]:
+    """The session-id parameter names normalization drops now (lowercase)."""
+    return _session_params
+
+
+def set_session_params(names: tuple[str, ...] | list[str] | frozenset[str]) -> None:
+    """Drop these query and path parameters from every URL normalized from now on.
+
+    A process-wide choice, made once from the settings before a crawl starts: the frontier
+    compares normalized URLs, so every worker of a run must use the same list.
+    """
+    global _session_params
+    wanted = frozenset(name.strip().lower() for name in names if name.strip())
+    if wanted != _session_params:
+        _session_params = wanted
+        _normalize_cached.cache_clear()
+
+
 def _is_tracking(key: str) -> bool:
     key = key.lower()
-    return key in TRACKING_PARAMS or key.startswith(TRACKING_PREFIXES)
+    return key in TRACKING_PARAMS or key.startswith(TRACKING_PREFIXES) or key in _session_params
+
+
+def _drop_session_path_params(path: str) -> str:
+    def keep_unless_session(match: re.Match[str]) -> str:
+        return "" if match.group(1).lower() in _session_params else match.group(0)
+
+    return _PATH_PARAM_RE.sub(keep_unless_session, path)
 
 
 def _normalize_query(query: str) -> str:
@@ -213,6 +262,8 @@ def _normalize_url(url: str) -> str:
             raise _invalid("invalid port", url)
         if port != _DEFAULT_PORTS[scheme]:
             host = f"{host}:{port}"
+    if ";" in path and _session_params:
+        path = _drop_session_path_params(path)
     try:
         path = _remove_dot_segments(_normalize_component(path, _PATH_SAFE)) or "/"
         query = _normalize_query(query) if query else ""
@@ -273,3 +324,28 @@ def url_host(normalized_url: str) -> str:
     start = normalized_url.find("//") + 2
     end = normalized_url.find("/", start)
     return normalized_url[start:] if end == -1 else normalized_url[start:end]
+
+
+def origin_of(normalized_url: str) -> str:
+    """``scheme://host[:port]`` of a URL that ``normalize_url`` produced."""
+    return normalized_url[: normalized_url.index("/", normalized_url.index("//") + 2)]
+
+
+def same_site(host: str, other: str) -> bool:
+    """Whether two hosts are one site: equal but for ``www.``, or one under the other.
+
+    Ports are ignored (``http://a`` and ``https://a:8443`` are one site).
+    """
+    a = _without_port(host).removeprefix("www.")
+    b = _without_port(other).removeprefix("www.")
+    if _is_ip_literal(a) or _is_ip_literal(b):
+        return a == b  # addresses have no subdomains
+    return a == b or a.endswith("." + b) or b.endswith("." + a)
+
+
+def _is_ip_literal(host: str) -> bool:
+    return host.startswith("[") or host.rsplit(".", 1)[-1].isdigit()
+
+
+def _without_port(host: str) -> str:
+    return host if host.endswith("]") else host.rsplit(":", 1)[0]

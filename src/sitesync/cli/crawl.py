@@ -101,7 +101,20 @@ def crawl_command(
     in_flight_limit: Annotated[
         int | None, typer.Option(help="Tasks held at once; 0 = 2 x concurrency. [0]")
     ] = None,
-    user_agent: Annotated[str | None, typer.Option(help="User-Agent header.")] = None,
+    user_agent: Annotated[
+        str | None, typer.Option(help="User-Agent header. [sitesync/0.1 (+CONTACT)]")
+    ] = None,
+    contact: Annotated[
+        str | None,
+        typer.Option(help="URL or e-mail where site owners reach you; shown in the User-Agent."),
+    ] = None,
+    follow_offsite_seed_redirects: Annotated[
+        bool | None,
+        typer.Option(
+            "--follow-offsite-seed-redirects",
+            help="Follow a seed's redirect to another site (default: record it, do not follow).",
+        ),
+    ] = None,
     fetcher: Annotated[
         str | None, typer.Option(help="http, or browser (system Chromium; JavaScript sites).")
     ] = None,
@@ -152,6 +165,8 @@ def crawl_command(
         domain_stats_flush_interval_pages=domain_stats_flush_interval_pages,
         worker_id_header=worker_id_header,
         user_agent=user_agent,
+        contact=contact,
+        follow_offsite_seed_redirects=follow_offsite_seed_redirects,
         fetcher=fetcher,
         respect_robots=robots,
         sitemaps=sitemaps,

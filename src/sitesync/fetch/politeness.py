@@ -1,4 +1,6 @@
-"""Per-host politeness: concurrency, spacing between request starts, and back-off.
+"""Per-host politeness: concurrency, spacing between requests, and back-off.
+
+A request starts ``delay`` after the previous one started and after the previous one ended.
 
 The spacing of a host is the larger of the configured delay and the host's robots.txt
 Crawl-delay. A host that answered 429/503 with Retry-After is paused until then: nothing
@@ -18,13 +20,25 @@ from dataclasses import dataclass, field
 class _Host:
     semaphore: asyncio.Semaphore
     delay: float
-    next_start: float = 0.0  # monotonic
+    # Monotonic time the last request started. The next one is due ``delay`` later, computed
+    # when it asks: a Crawl-delay learned from robots.txt (itself the previous request) then
+    # spaces the very next request, not only the ones after it.
+    last_start: float = float("-inf")
+    # Monotonic time the last request ended: the delay also runs from there, so a host gets
+    # ``delay`` of quiet after each answer however long the answer took (and the spacing
+    # holds as the server sees it, not only as sent).
+    last_end: float = float("-inf")
     paused_until: float = 0.0  # wall clock (comparable with the store's eligibility times)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
+    def due(self) -> float:
+        """Monotonic time the next request may start."""
+        return max(self.last_start, self.last_end) + self.delay
+
 
 class HostLimiter:
-    """At most ``concurrency`` requests per host at once, starts at least ``delay`` apart.
+    """At most ``concurrency`` requests per host at once, each starting at least ``delay``
+    after the previous one started and after the previous one ended.
 
     ``concurrency`` 0 means no per-host cap (the benchmark's setting).
     """
@@ -55,7 +69,7 @@ class HostLimiter:
     def next_start(self, host: str) -> float:
         """Monotonic time the host's next request may start (0: any time)."""
         state = self._hosts.get(host)
-        return 0.0 if state is None else state.next_start
+        return 0.0 if state is None else max(0.0, state.due())
 
     def paused_until(self, host: str) -> float:
         state = self._hosts.get(host)
@@ -77,8 +91,15 @@ class HostLimiter:
                 pause = state.paused_until - time.time()
                 if pause > 0:
                     await asyncio.sleep(pause)
-                wait = state.next_start - time.monotonic()
-                if wait > 0:
+                # Re-read after each sleep: a Crawl-delay may have lengthened the spacing
+                # while this request waited.
+                while True:
+                    wait = state.due() - time.monotonic()
+                    if wait <= 0:
+                        break
                     await asyncio.sleep(wait)
-                state.next_start = time.monotonic() + state.delay
-            yield
+                state.last_start = time.monotonic()
+            try:
+                yield
+            finally:
+                state.last_end = time.monotonic()

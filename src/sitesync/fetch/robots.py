@@ -4,7 +4,9 @@
 - 4xx (401 and 403 included, as RFC 9309 §2.3.1.3 says): no rules, everything allowed.
 - 5xx, unreachable, timeout: everything disallowed until ``error_ttl`` has passed, then
   fetched again (RFC 9309 §2.3.1.4).
-- Redirects are followed (up to the fetcher's limit), even to another host.
+- Redirects are followed for at most five hops (RFC 9309 §2.3.1.2) and only within the same
+  site (``www.``, subdomains): a longer chain, or a hop to another site, counts as
+  "unavailable", like a 4xx (everything allowed, nothing of the target stored).
 
 Verdicts are cached for ``ttl`` (24 h by default, the RFC's recommended maximum).
 """
@@ -20,7 +22,11 @@ from dataclasses import dataclass, field
 
 from protego import Protego
 
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
+from sitesync.urls import same_site, url_host
+
+#: RFC 9309 §2.3.1.2: follow at least five consecutive redirects, then it may stop.
+MAX_ROBOTS_REDIRECTS = 5
 
 Gate = Callable[[], AbstractAsyncContextManager[None]]
 #: Called after each robots.txt fetch: (origin, status, body or None, expires_at).
@@ -79,7 +85,9 @@ class RobotsCache:
         ``gate``, when given, wraps the robots.txt request itself (the host's politeness
         slot: robots.txt is a request to the host like any other).
         """
-        entry = await self._entry(origin, gate)
+        return self._verdict(await self._entry(origin, gate), url)
+
+    def _verdict(self, entry: _Entry, url: str) -> RobotsVerdict:
         if entry.unreachable is not None:
             return RobotsVerdict(
                 allowed=False,
@@ -94,9 +102,11 @@ class RobotsCache:
             return RobotsVerdict(allowed=False, reason="robots.txt disallows it", crawl_delay=delay)
         return RobotsVerdict(allowed=True, crawl_delay=delay)
 
-    async def sitemaps(self, origin: str) -> tuple[str, ...]:
-        """``Sitemap:`` URLs listed in the origin's robots.txt."""
-        return (await self._entry(origin, None)).sitemaps
+    async def sitemaps(self, origin: str, *, gate: Gate | None = None) -> tuple[str, ...] | None:
+        """``Sitemap:`` URLs listed in the origin's robots.txt; None while robots.txt is
+        unreachable (5xx, no answer), which disallows everything, sitemaps included."""
+        entry = await self._entry(origin, gate)
+        return None if entry.unreachable is not None else entry.sitemaps
 
     async def recheck_at(self, origin: str, when: float) -> None:
         """Ask an unavailable robots.txt again at ``when`` if that is sooner than its
@@ -122,7 +132,9 @@ class RobotsCache:
         async with entry.lock:  # one fetch per origin, however many URLs wait for it
             if entry.expires_at <= time.time():
                 async with gate() if gate is not None else contextlib.nullcontext():
-                    result = await self._fetcher.fetch(origin + "/robots.txt")
+                    result = await self._fetcher.fetch(
+                        origin + "/robots.txt", may_follow=_robots_redirects(origin)
+                    )
                 status, body = self._update(entry, result)
                 if self._persist is not None:
                     await self._persist(origin, status, body, entry.expires_at)
@@ -159,3 +171,17 @@ class RobotsCache:
             entry.rules = Protego.parse(body)
             entry.sitemaps = tuple(entry.rules.sitemaps)
         # Any other answer (4xx, a body we could not use): no rules, everything allowed.
+
+
+def _robots_redirects(origin: str) -> FollowPolicy:
+    """Follow at most five hops, each within the origin's site: a robots.txt never sends
+    sitesync to another site, whose answer would be stored as this host's rules."""
+    host = url_host(origin + "/")
+    hops = 0
+
+    def may_follow(target: str) -> bool:
+        nonlocal hops
+        hops += 1
+        return hops <= MAX_ROBOTS_REDIRECTS and same_site(host, url_host(target))
+
+    return may_follow

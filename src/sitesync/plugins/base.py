@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from selectolax.lexbor import LexborHTMLParser
 
+from sitesync.fetch.base import FetchResult
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run
 from sitesync.urls import resolve_link
 
@@ -45,12 +46,25 @@ def record_key(kind: str, url: str) -> str:
     return f"{kind}:{url}"
 
 
+class PoliteFetch(Protocol):
+    """The crawl worker's polite client, as a plugin sees it."""
+
+    async def fetch(self, url: str) -> FetchResult:
+        """Fetch ``url`` through the worker's gate for its host: only a host the worker holds,
+        only what robots.txt allows, within the host's concurrency and delay. Refused requests
+        come back as ``BLOCKED`` results whose ``error`` says why; never raises."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class PluginContext:
     """What a plugin factory is given, once per run."""
 
     settings: Settings  # every sitesync setting of this crawl (SITESYNC_*, sitesync.toml, flags)
     run: Run | None = None  # the run being crawled; None when only checking that plugins build
+    #: How a plugin requests anything from a host: never with a client of its own, which
+    #: would go around the host's politeness and claim. None when no crawl is running.
+    client: PoliteFetch | None = None
 
 
 class ParsedPage:

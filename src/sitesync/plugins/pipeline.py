@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sitesync.errors import ConfigError, NotConfigured
 from sitesync.fetch.text import safe_text
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run
-from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput
+from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput, PoliteFetch
 from sitesync.plugins.loader import LoadedPlugin, discover
 from sitesync.plugins.threads import DaemonThreads
 from sitesync.urls import resolve_link
@@ -165,7 +165,9 @@ class PluginPipeline:
         await self.close()
 
 
-def build_pipeline(settings: Settings, run: Run | None = None) -> PluginPipeline:
+def build_pipeline(
+    settings: Settings, run: Run | None = None, *, client: PoliteFetch | None = None
+) -> PluginPipeline:
     """Discover the plugins ``settings`` select and build each one for ``run``.
 
     A factory raising ``NotConfigured`` leaves its plugin out of the run (logged at info);
@@ -173,7 +175,7 @@ def build_pipeline(settings: Settings, run: Run | None = None) -> PluginPipeline
     """
     strict = settings.strict_plugins
     found = discover(settings.plugins, strict=strict)
-    context = PluginContext(settings=settings, run=run)
+    context = PluginContext(settings=settings, run=run, client=client)
     built = [p for p in (_build(loaded, context, strict) for loaded in found.loaded) if p]
     return PluginPipeline(
         built, timeout=settings.plugin_timeout_seconds, max_record_bytes=settings.max_record_bytes

@@ -18,6 +18,8 @@ from sitesync.store.base import Store
 log = logging.getLogger(__name__)
 
 OnNewHost = Callable[[str], Awaitable[None]]
+#: Called with the hosts held before they may be given up (refresh, release).
+BeforeLettingGo = Callable[[list[str]], Awaitable[None]]
 
 
 class ClaimKeeper:
@@ -32,6 +34,7 @@ class ClaimKeeper:
         safety: float,
         max_hosts: int | None,
         on_new_host: OnNewHost,
+        before_letting_go: BeforeLettingGo | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -41,6 +44,7 @@ class ClaimKeeper:
         self.safety = safety
         self.max_hosts = max_hosts
         self._on_new_host = on_new_host
+        self._before_letting_go = before_letting_go
         self._expires: dict[str, float] = {}
         self._surplus: set[str] = set()
 
@@ -59,6 +63,8 @@ class ClaimKeeper:
 
     async def refresh(self) -> ClaimGrant:
         """Renew, rebalance and extend this worker's claims (one store transaction)."""
+        if self._before_letting_go is not None and self._expires:
+            await self._before_letting_go(list(self._expires))
         grant = await self.store.claim_hosts(
             self.run_id,
             worker_id=self.worker_id,
@@ -77,5 +83,7 @@ class ClaimKeeper:
         return grant
 
     async def release_all(self) -> None:
+        if self._before_letting_go is not None and self._expires:
+            await self._before_letting_go(list(self._expires))
         self._expires = {}
         await self.store.release_claims(self.run_id, worker_id=self.worker_id)

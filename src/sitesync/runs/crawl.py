@@ -19,6 +19,7 @@ from sitesync.errors import (
 )
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.http import HttpFetcher
+from sitesync.fetch.polite import LateClient
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.frontier.scope import Scope
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
@@ -26,6 +27,7 @@ from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
+from sitesync.urls import set_session_params
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ def validate_request(request: CrawlRequest, settings: Settings) -> None:
 
 def request_config(request: CrawlRequest, settings: Settings) -> RunConfig:
     """The stored configuration of a new run (seeds normalized; bad ones named)."""
+    set_session_params(settings.session_params)
     return RunConfig(
         seeds=tuple(normalize_seeds(request.seeds)),
         allowed_domains=request.allowed_domains,
@@ -113,6 +116,7 @@ async def crawl(
     SIGINT and SIGTERM stop gracefully: what was fetched is committed, what was in flight
     goes back to PENDING, and the run becomes ``stopped`` (resumable).
     """
+    set_session_params(settings.session_params)
     worker_id = new_worker_id()
     extra_headers = {"X-Sitesync-Worker": worker_id} if settings.worker_id_header else {}
     plain = HttpFetcher(
@@ -133,7 +137,8 @@ async def crawl(
             network=settings.network_policy(),
         )
     store.max_stored_body_bytes = settings.max_stored_body_bytes
-    plugins = await _build_plugins(store, run, settings)
+    client = LateClient()  # plugins fetch through the worker's gate, bound below
+    plugins = await _build_plugins(store, run, settings, client)
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(plugins)  # closed last, after the worker's last report
         # robots.txt and sitemaps always go over plain HTTP.
@@ -149,6 +154,7 @@ async def crawl(
                 robots_fetcher=plain,
                 plugins=plugins if plugins.plugins else None,
             )
+            client.bind(worker.polite_client)
             exit_reason = await _run_worker(store, run, worker, on_start)
             if exit_reason is not WorkerExit.RUN_NOT_RUNNING:
                 break
@@ -252,11 +258,13 @@ def _on_signal(loop: asyncio.AbstractEventLoop, sig: signal.Signals, worker: Cra
     loop.remove_signal_handler(sig)
 
 
-async def _build_plugins(store: Store, run: Run, settings: Settings) -> PluginPipeline:
+async def _build_plugins(
+    store: Store, run: Run, settings: Settings, client: LateClient
+) -> PluginPipeline:
     """The run's plugins. With ``strict_plugins`` a plugin that cannot be loaded fails the
     run before anything is fetched (the CLI checks before it even creates a run)."""
     try:
-        return build_pipeline(settings, run)
+        return build_pipeline(settings, run, client=client)
     except ConfigError as exc:
         await _mark_failed(store, run.id, exc)
         raise

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
+from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text, without_surrogates
@@ -24,8 +24,9 @@ from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, Processed
 from sitesync.plugins.builtin.links import PageLinks, count_anchors, extract_links
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
+from sitesync.runs.seeding import SitemapReader
 from sitesync.store.base import Store
-from sitesync.urls import url_host
+from sitesync.urls import origin_of, resolve_link, same_site, url_host
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,8 @@ class PageAttempts:
         max_links: int | None = None,
         max_parse_bytes: int | None = None,
         dead_hosts: DeadHosts | None = None,
+        sitemaps: SitemapReader | None = None,
+        follow_offsite_seed_redirects: bool = False,
     ) -> None:
         self.store = store
         self.halted = halted
@@ -88,6 +91,9 @@ class PageAttempts:
         self.max_links = max_links  # links admitted per page (plugins' included)
         self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
         self.dead_hosts = dead_hosts
+        self.sitemaps = sitemaps
+        self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
+        self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         try:
@@ -120,8 +126,7 @@ class PageAttempts:
                 if self.plugins is not None and lease.depth == 0:  # plugins may say why
                     blocked = await self._run_plugins(lease, None, blocked, [])
                 return blocked
-        async with self._turn(lease.host):
-            result = await self.fetcher.fetch(lease.url, may_follow=self._may_follow(lease))
+        result = await self._fetch(lease)
         if self.dead_hosts is not None:
             if host_failure(result):
                 handled = await self.dead_hosts.failed(
@@ -144,6 +149,10 @@ class PageAttempts:
         wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
         text = self._html_text(result) if wanted else None
         report, links = self._report(lease, result, text)
+        if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
+            report = self._hand_over_target(lease, result, report)
+        if lease.depth == 0 and report.ok and self.sitemaps is not None:
+            report = await self._add_sitemap_urls(lease, report)
         if lease.depth == 0 and report.outcome == FetchOutcome.BLOCKED.value:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
@@ -255,22 +264,102 @@ class PageAttempts:
                 raise Halted
             yield
 
-    def _may_follow(self, lease: Lease) -> FollowPolicy:
+    async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
+        assert self.sitemaps is not None
+        urls = await self.sitemaps.page_urls(lease.url)
+        if not urls:
+            return report
+        found = self.frontier.candidates(urls, depth=lease.depth + 1)
+        return replace(report, discovered=(*report.discovered, *found))
+
+    async def _fetch(self, lease: Lease) -> FetchResult:
+        """Fetch ``lease.url``, following its redirects one hop at a time.
+
+        Each hop is a request of its own: it waits for its host's politeness slot, and its
+        target must be in scope and allowed by robots.txt before it is requested. A target
+        that is not is recorded (the hop is on the chain) but never fetched.
+        """
+        chain: list[RedirectHop] = []
+        current = lease.url
+        while True:
+            async with self._turn(url_host(current)):
+                result = await self.fetcher.fetch(current, may_follow=_no_hop)
+            if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
+                return _chained(lease.url, result, chain)
+            hop = result.redirects[-1]
+            chain.append(hop)
+            target = resolve_link(hop.from_url, hop.to_url)
+            refusal = await self._hop_refusal(lease, target, chain)
+            if refusal is not None:
+                outcome, error = refusal
+                if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
+                    return FetchResult(url=lease.url, outcome=outcome, error=error,
+                                       redirects=tuple(chain))  # fmt: skip
+                return replace(result, url=lease.url, outcome=outcome, error=error,
+                               redirects=tuple(chain))  # fmt: skip
+            assert target is not None
+            current = target
+
+    async def _hop_refusal(
+        self, lease: Lease, target: str | None, chain: list[RedirectHop]
+    ) -> tuple[FetchOutcome, str] | None:
+        """Why the last hop of ``chain`` is not followed, or None to follow it."""
+        location = chain[-1].to_url
+        if target is None:
+            why = f"redirect to {location} (not an http(s) URL)"
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
+        if target in {hop.from_url for hop in chain}:
+            return FetchOutcome.INVALID, f"redirect loop back to {target}"
+        if len(chain) > self.max_redirects:
+            return FetchOutcome.INVALID, f"more than {self.max_redirects} redirects"
+        if not self._may_follow(lease, target):
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
+        host = url_host(target)
+        if host != lease.host and not self.claims.holds(host):
+            # Only the holder of a host's claim sends it requests: the target is queued.
+            why = f"redirect to {target} (another host: queued as a task of its own)"
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
+        if self.robots is None:
+            return None
+        verdict = await self.robots.check(target, origin_of(target), gate=lambda: self._turn(host))
+        self.limiter.honour_crawl_delay(host, verdict.crawl_delay)
+        if verdict.allowed:
+            return None
+        return FetchOutcome.BLOCKED, f"redirect to {target} not followed: {verdict.reason}"
+
+    def _may_follow(self, lease: Lease, target: str) -> bool:
+        host = url_host(target)
         if lease.depth == 0:
-            # A seed's redirects define the site (http -> https, bare -> www): follow them.
-            return _any_url
-        scope = self.frontier.scope
-        return lambda target: scope.admits(target, url_host(target), lease.depth)
+            # A seed's redirects within its site define it (http -> https, bare -> www);
+            # one to another site is recorded as its canonical host but not followed.
+            return self.follow_offsite_seed_redirects or same_site(lease.host, host)
+        return self.frontier.scope.admits(target, host, lease.depth)
 
     async def _record_root_redirect(self, lease: Lease, result: FetchResult) -> None:
         final = result.final_url or lease.url
+        if result.outcome in (FetchOutcome.REDIRECT_NOT_FOLLOWED, FetchOutcome.BLOCKED):
+            # Not followed (another site, robots.txt): the site still says it lives there.
+            final = resolve_link(final, result.redirects[-1].to_url) or final
         canonical = url_host(final)
         hosts = [url_host(hop.from_url) for hop in result.redirects]
         aliases = [h for h in dict.fromkeys(hosts) if h != canonical]
         await self.store.record_root_redirect(lease.host, canonical_host=canonical, aliases=aliases)
-        if canonical not in self.frontier.scope.seed_hosts and same_site(lease.host, canonical):
+        if canonical in self.frontier.scope.seed_hosts:
+            return
+        if same_site(lease.host, canonical) or self.follow_offsite_seed_redirects:
             run = await self.store.extend_scope(lease.run_id, [canonical])
             self.frontier.refresh(run)
+
+    def _hand_over_target(
+        self, lease: Lease, result: FetchResult, report: TaskReport
+    ) -> TaskReport:
+        """A redirect target not followed becomes a task of its own if it is in scope: its
+        host's claim holder fetches it (this worker only requests hosts it holds)."""
+        target = resolve_link(result.url, result.redirects[-1].to_url)
+        if target is None:
+            return report
+        found = self.frontier.candidates([target], depth=lease.depth)
+        return replace(report, discovered=(*report.discovered, *found)) if found else report
 
     def _report(
         self, lease: Lease, result: FetchResult, text: str | None
@@ -315,15 +404,16 @@ class PageAttempts:
         return links
 
 
-def _any_url(url: str) -> bool:
-    return True
+def _no_hop(url: str) -> bool:
+    return False  # PageAttempts follows redirects itself, one polite request per hop
 
 
-def same_site(host: str, other: str) -> bool:
-    """Whether two hosts are one site: equal but for ``www.``, or one under the other."""
-    a = host.rsplit(":", 1)[0].removeprefix("www.")
-    b = other.rsplit(":", 1)[0].removeprefix("www.")
-    return a == b or a.endswith("." + b) or b.endswith("." + a)
+def _chained(url: str, result: FetchResult, chain: list[RedirectHop]) -> FetchResult:
+    """``result`` (of the last hop) as the answer to ``url``, with the whole chain."""
+    if not chain:
+        return result
+    final = result.final_url or result.url
+    return replace(result, url=url, final_url=final, redirects=(*chain, *result.redirects))
 
 
 def decode_html(body: bytes, content_type: str) -> str:

@@ -1,72 +1,88 @@
-"""Seeding a run: its seed URLs, then the URLs its seed hosts list in sitemaps.
+"""Seeding a run (its seed URLs), and the sitemaps of its seed hosts.
 
-A run is marked seeded only when both are done, and it cannot complete before that: a
-worker that dies mid-seeding leaves the run unseeded, and the next worker seeds again
-(admission dedups, so nothing is added twice).
+A run is marked seeded once its seeds are admitted. Sitemaps are not read here but by
+whoever attempts a seed: that worker holds the host's claim and its politeness slot, so a
+sitemap is one more request to the host through the same gate as its pages (never a request
+beside them from a worker that does not hold the host). The URLs found go in with the seed's
+report, so the run cannot complete before they are admitted.
+
+Every sitemap location (robots.txt ``Sitemap:`` lines, ``/sitemap.xml``, index children)
+passes the run's host scope and robots.txt before it is fetched, and none is fetched while
+robots.txt is unreachable (5xx, no answer: "disallow all"). The page URLs a sitemap lists
+are scoped like links and checked against robots.txt when they are fetched.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from sitesync.fetch.base import Fetcher, FetchResult
+from sitesync.fetch.base import FetchOutcome, FetchResult
+from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.sitemaps import collect_sitemap_urls
 from sitesync.frontier.frontier import Frontier
+from sitesync.frontier.scope import Scope
 from sitesync.store.base import Store
-from sitesync.urls import resolve_link, url_host
+from sitesync.urls import origin_of, resolve_link, url_host
 
 log = logging.getLogger(__name__)
 
 
-async def seed_run(
-    store: Store,
-    frontier: Frontier,
-    *,
-    fetcher: Fetcher,
-    limiter: HostLimiter,
-    robots: RobotsCache | None,
-    sitemaps: bool,
-    sitemap_max_bytes: int,
-) -> None:
+async def seed_run(store: Store, frontier: Frontier) -> None:
     admitted = await frontier.seed()
     log.info("run %d: %d seeds admitted", frontier.run_id, admitted)
-    if sitemaps:
-        for origin in dict.fromkeys(_origin(seed) for seed in frontier.seeds):
-            await _admit_sitemaps(
-                frontier, origin, fetcher, limiter, robots, max_bytes=sitemap_max_bytes
-            )
     await store.mark_seeded(frontier.run_id)
 
 
-async def _admit_sitemaps(
-    frontier: Frontier,
-    origin: str,
-    fetcher: Fetcher,
-    limiter: HostLimiter,
-    robots: RobotsCache | None,
-    *,
-    max_bytes: int,
-) -> None:
-    host = url_host(origin + "/")
-    roots = [origin + "/sitemap.xml"]
-    if robots is not None:
-        listed = await robots.sitemaps(origin)
-        roots = [*listed, *roots]
+class SitemapReader:
+    """Reads each seed origin's sitemaps once per worker, politely and within scope."""
 
-    async def polite_fetch(url: str) -> FetchResult:
-        async with limiter.slot(url_host(url)):
-            return await fetcher.fetch(url)
+    def __init__(
+        self,
+        *,
+        client: PoliteClient,
+        limiter: HostLimiter,
+        robots: RobotsCache | None,
+        scope: Callable[[], Scope],
+        max_bytes: int,
+    ) -> None:
+        self._client = client
+        self._limiter = limiter
+        self._robots = robots
+        self._scope = scope
+        self._max_bytes = max_bytes
+        self._read: set[str] = set()
 
-    urls, problems = await collect_sitemap_urls(roots, polite_fetch, max_bytes=max_bytes)
-    for problem in problems:
-        log.warning("sitemap of %s: %s", host, problem)
-    normalized = [u for u in (resolve_link(origin + "/", url) for url in urls) if u]
-    admitted = await frontier.admit(normalized, depth=1)
-    if urls:
-        log.info("sitemaps of %s: %d URLs listed, %d admitted", host, len(urls), admitted)
+    async def page_urls(self, seed_url: str) -> list[str]:
+        """The normalized page URLs the sitemaps of ``seed_url``'s origin list (once)."""
+        origin = origin_of(seed_url)
+        if origin in self._read or self._scope().max_depth == 0:
+            return []
+        host = url_host(seed_url)
+        roots = [origin + "/sitemap.xml"]
+        if self._robots is not None:
+            listed = await self._robots.sitemaps(origin, gate=lambda: self._limiter.slot(host))
+            if listed is None:  # robots.txt unreachable: disallow all, sitemaps included
+                return []
+            roots = [*listed, *roots]
+        self._read.add(origin)
+        urls, problems = await collect_sitemap_urls(
+            roots, self._fetch_if_allowed, max_bytes=self._max_bytes
+        )
+        for problem in problems:
+            log.warning("sitemap of %s: %s", host, problem)
+        if urls:
+            log.info("sitemaps of %s: %d URLs listed", host, len(urls))
+        return [u for u in (resolve_link(origin + "/", url) for url in urls) if u]
 
-
-def _origin(url: str) -> str:
-    return url[: url.index("/", url.index("//") + 2)]
+    async def _fetch_if_allowed(self, url: str) -> FetchResult:
+        target = resolve_link(url, url)
+        # The host part of the scope only: include/exclude patterns describe pages.
+        scope = self._scope()
+        hosts = Scope(scope.seed_hosts, scope.allowed_domains)
+        if target is None or not hosts.admits(target, url_host(target), 0):
+            return FetchResult(url=url, outcome=FetchOutcome.BLOCKED, error="out of scope")
+        # The host's claim, robots.txt and politeness slot: the client checks them all.
+        return await self._client.fetch(target)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from sitesync.errors import StoreUnavailable
 from sitesync.fetch.base import Fetcher
+from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
@@ -46,7 +47,7 @@ from sitesync.runs.deadhosts import DeadHosts
 from sitesync.runs.dispatch import HostDispatcher
 from sitesync.runs.liveness import is_gone, this_process
 from sitesync.runs.page import DEFER_AFTER_SECONDS, ArtifactProcessor, Deferral, PageAttempts
-from sitesync.runs.seeding import seed_run
+from sitesync.runs.seeding import SitemapReader, seed_run
 from sitesync.store.base import Store
 from sitesync.urls import url_host
 
@@ -77,6 +78,7 @@ class WorkerOptions:
     dead_host_attempts: int = 3  # 0 = never end a host's tasks early
     dead_host_recheck: tuple[float, ...] = (5.0, 15.0, 30.0)
     sitemaps: bool = True
+    follow_offsite_seed_redirects: bool = False
     sitemap_max_bytes: int = 50 * 1024 * 1024
     max_crawl_delay: float = 60.0
     max_retry_after: float = 3600.0
@@ -187,6 +189,12 @@ class CrawlWorker:
             safety=self.options.claim_safety,
             max_hosts=self.options.max_claims,
             on_new_host=self._load_host_state,
+            before_letting_go=self._save_next_starts,
+        )
+        # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
+        # this: the same limiter, robots.txt and claims as the pages.
+        self.polite_client = PoliteClient(
+            self._plain_fetcher, limiter=self._limiter, robots=self._robots, holds=self.claims.holds
         )
         self._attempts = PageAttempts(
             store=store,
@@ -202,6 +210,16 @@ class CrawlWorker:
             max_links=self.options.max_links_per_page,
             max_parse_bytes=self.options.max_parse_bytes,
             dead_hosts=self._dead_hosts,
+            sitemaps=SitemapReader(
+                client=self.polite_client,
+                limiter=self._limiter,
+                robots=self._robots,
+                scope=lambda: self.frontier.scope,
+                max_bytes=self.options.sitemap_max_bytes,
+            )
+            if self.options.sitemaps
+            else None,
+            follow_offsite_seed_redirects=self.options.follow_offsite_seed_redirects,
         )
         self._queue = HostDispatcher(self._limiter)
         self._held: Counter[str] = Counter()
@@ -382,15 +400,7 @@ class CrawlWorker:
         return [*full, *paused, *self.claims.surplus]
 
     async def _seed(self) -> None:
-        await seed_run(
-            self.store,
-            self.frontier,
-            fetcher=self._plain_fetcher,
-            limiter=self._limiter,
-            robots=self._robots,
-            sitemaps=self.options.sitemaps,
-            sitemap_max_bytes=self.options.sitemap_max_bytes,
-        )
+        await seed_run(self.store, self.frontier)
         self._room.set()
 
     async def _wait_for_work(self) -> None:
@@ -585,6 +595,15 @@ class CrawlWorker:
                 body=state.robots_body,
                 expires_at=state.robots_expires_at,
             )
+
+    async def _save_next_starts(self, hosts: list[str]) -> None:
+        """Store when each host may next be asked, before its claim may pass to another
+        worker: the delay then holds across the hand-over, not only within one worker."""
+        now, mono = time.time(), time.monotonic()
+        for host in hosts:
+            wait = self._limiter.next_start(host) - mono
+            if wait > 0:
+                await self.store.save_host_pause(host, until=now + wait)
 
     async def _persist_robots(
         self, origin: str, status: int, body: str | None, expires_at: float

@@ -5,10 +5,12 @@ on a hundred pages is one record, seen a hundred times). Images come from ``<img
 ``data-src``, ``srcset``), ``<source srcset>``, icons and ``og:image``; documents (PDF, office
 files, CSV, EPUB) and linked images from the page's links.
 
-With ``download_assets`` each new asset is fetched once per run (politely: robots.txt and a
-per-host limit) up to ``max_asset_bytes``, and its body is kept by the store; the record's
-content hash is then the body's sha256, so a changed file is a new version. Without it the
-record is a reference, and its hash depends on its URL only.
+With ``download_assets`` each new asset is fetched once per run up to ``max_asset_bytes``,
+through the crawl worker's polite client (the context's ``client``): the same robots.txt,
+per-host limiter and host claim as the pages, so only assets on hosts the worker holds (the
+run's own hosts) are downloaded. Its body is kept by the store; the record's content hash is
+then the body's sha256, so a changed file is a new version. Without it (or when the client
+refuses) the record is a reference, and its hash depends on its URL only.
 """
 
 from __future__ import annotations
@@ -18,24 +20,13 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sitesync.fetch.base import FetchOutcome, FetchResult
-from sitesync.fetch.http import HttpFetcher
-from sitesync.fetch.politeness import HostLimiter
-from sitesync.fetch.robots import RobotsCache
+from sitesync.fetch.polite import LateClient
 from sitesync.models import AssetRecord, CrawlArtifact
-from sitesync.plugins.base import ParsedPage, PluginContext, record_key
-from sitesync.plugins.builtin._common import (
-    asset_kind,
-    data_hash,
-    extension,
-    host_of,
-    is_answered_html,
-)
-
-if TYPE_CHECKING:
-    from sitesync.config import Settings
+from sitesync.plugins.base import ParsedPage, PluginContext, PoliteFetch, record_key
+from sitesync.plugins.builtin._common import asset_kind, data_hash, extension, is_answered_html
 
 #: Assets remembered per run once downloaded, so each is fetched once (oldest forgotten first).
 _REMEMBERED = 50_000
@@ -46,7 +37,11 @@ Records = tuple[AssetRecord, ...]
 class AssetPlugin:
     def __init__(self, context: PluginContext) -> None:
         settings = context.settings
-        self._downloader = AssetDownloader(settings) if settings.download_assets else None
+        self._downloader = (
+            AssetDownloader(context.client or LateClient(), max_bytes=settings.max_asset_bytes)
+            if settings.download_assets
+            else None
+        )
 
     def process(self, artifact: CrawlArtifact, page: ParsedPage) -> Records | Awaitable[Records]:
         if not is_answered_html(artifact, page):
@@ -109,45 +104,20 @@ def reference(url: str, kind: str, **extra: Any) -> AssetRecord:
 
 
 class AssetDownloader:
-    """Fetches each asset of a run once, politely, within ``max_asset_bytes``."""
+    """Fetches each asset of a run once, through the worker's gate, within ``max_bytes``."""
 
-    def __init__(self, settings: Settings) -> None:
-        limits = replace(settings.fetch_limits(), max_body_bytes=settings.max_asset_bytes)
-        self.max_bytes = settings.max_asset_bytes
-        self._fetcher = HttpFetcher(
-            limits=limits, user_agent=settings.user_agent, network=settings.network_policy()
-        )
-        # Its own limiter: the crawl's is the worker's; a host may see both (docs/plugins.md).
-        self._limiter = HostLimiter(
-            concurrency=settings.per_host_concurrency,
-            delay=settings.delay,
-            max_delay=settings.max_crawl_delay,
-        )
-        self._robots = (
-            RobotsCache(
-                self._fetcher,
-                user_agent=settings.user_agent,
-                error_ttl=settings.robots_recheck_seconds,
-            )
-            if settings.respect_robots
-            else None
-        )
-        self._open = False
+    def __init__(self, client: PoliteFetch, *, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._client = client
         self._in_flight: dict[str, asyncio.Task[AssetRecord]] = {}
         self._known: OrderedDict[str, AssetRecord] = OrderedDict()
 
     async def records(self, found: dict[str, str]) -> Records:
-        if not self._open:
-            await self._fetcher.__aenter__()
-            self._open = True
         return tuple(await asyncio.gather(*(self._record(u, k) for u, k in found.items())))
 
     async def close(self) -> None:
         for task in self._in_flight.values():
             task.cancel()
-        if self._open:
-            self._open = False
-            await self._fetcher.__aexit__(None, None, None)
 
     async def _record(self, url: str, kind: str) -> AssetRecord:
         known = self._known.get(url)
@@ -170,18 +140,12 @@ class AssetDownloader:
             self._known.popitem(last=False)
 
     async def _download(self, url: str, kind: str) -> AssetRecord:
-        host = host_of(url)
-        if self._robots is not None:
-            origin = url[: url.index("/", url.index("//") + 2)]
-            verdict = await self._robots.check(url, origin, gate=lambda: self._limiter.slot(host))
-            if not verdict.allowed:
-                return reference(url, kind, download_error=verdict.reason or "robots.txt")
-        async with self._limiter.slot(host):
-            result = await self._fetcher.fetch(url)
-        return self._record_of(url, kind, result)
+        return self._record_of(url, kind, await self._client.fetch(url))
 
     def _record_of(self, url: str, kind: str, result: FetchResult) -> AssetRecord:
-        if result.outcome is FetchOutcome.TOO_LARGE:
+        if result.outcome is FetchOutcome.BLOCKED and result.status == 0:
+            return reference(url, kind, download_error=result.error or "not fetched")
+        if result.outcome is FetchOutcome.TOO_LARGE or len(result.body) > self.max_bytes:
             return reference(url, kind, download_error=f"larger than {self.max_bytes} bytes")
         if result.outcome is not FetchOutcome.SUCCESS or not 200 <= result.status < 300:
             error = result.error or f"HTTP {result.status}"

@@ -1,0 +1,78 @@
+"""The worker's polite client: how anything besides the page fetch asks a host for a URL.
+
+Plugins (the asset downloader) get it through their context. Every request goes through the
+same gate as the worker's pages: the host must be one this worker holds a claim on, robots.txt
+must allow the URL, and the request waits for the host's politeness slot (concurrency,
+spacing, Crawl-delay, Retry-After). So a host never sees a plugin's request beside a page
+request, from this worker or any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+from sitesync.fetch.politeness import HostLimiter
+from sitesync.fetch.robots import RobotsCache
+from sitesync.urls import origin_of, resolve_link, url_host
+
+#: Whether this worker may send a request to a host now (it holds the host's claim).
+HoldsHost = Callable[[str], bool]
+
+
+class PoliteClient:
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        *,
+        limiter: HostLimiter,
+        robots: RobotsCache | None,
+        holds: HoldsHost,
+    ) -> None:
+        self._fetcher = fetcher
+        self._limiter = limiter
+        self._robots = robots
+        self._holds = holds
+
+    async def fetch(self, url: str) -> FetchResult:
+        """Fetch ``url`` through its host's gate, or a ``BLOCKED`` result saying why not.
+
+        Redirects are followed only on the same host (whose slot the request holds).
+        """
+        target = resolve_link(url, url)
+        if target is None:
+            return _refused(url, "not an http(s) URL")
+        host = url_host(target)
+        if not self._holds(host):
+            return _refused(url, "its host is not one this worker holds (not a host of the run?)")
+        if self._robots is not None:
+            verdict = await self._robots.check(
+                target, origin_of(target), gate=lambda: self._limiter.slot(host)
+            )
+            self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
+            if not verdict.allowed:
+                return _refused(url, verdict.reason or "robots.txt disallows it")
+        async with self._limiter.slot(host):
+            return await self._fetcher.fetch(target, may_follow=lambda hop: url_host(hop) == host)
+
+
+class LateClient:
+    """A :class:`PoliteClient` to be: plugins are built before the worker whose gate they use.
+
+    Until :meth:`bind` is called every fetch is refused (nothing may bypass the gate).
+    """
+
+    def __init__(self) -> None:
+        self._client: PoliteClient | None = None
+
+    def bind(self, client: PoliteClient) -> None:
+        self._client = client
+
+    async def fetch(self, url: str) -> FetchResult:
+        if self._client is None:
+            return _refused(url, "no crawl worker is running")
+        return await self._client.fetch(url)
+
+
+def _refused(url: str, why: str) -> FetchResult:
+    return FetchResult(url=url, outcome=FetchOutcome.BLOCKED, error=f"not fetched: {why}")
