@@ -28,12 +28,13 @@ pytestmark = pytest.mark.slow
 def settings(db: str) -> dict[str, str]:
     """Worker settings as SITESYNC_* variables: short leases and claims, so a killed
     worker's tasks and hosts pass on within seconds; per-host concurrency 2, so one
-    worker alone may overlap with itself on a host (but never with another worker)."""
+    worker alone may overlap with itself on a host (but never with another worker).
+    robots.txt and sitemaps on: their requests go through the host's claim too."""
     return {
         "db": db, "concurrency": "4", "per_host_concurrency": "2", "delay": "0",
         "lease_seconds": "1", "claim_seconds": "4", "heartbeat_seconds": "0.3",
-        "total_timeout": "2", "retry_backoff": "0.05", "respect_robots": "false",
-        "sitemaps": "false", "worker_id_header": "true",
+        "total_timeout": "2", "retry_backoff": "0.05", "respect_robots": "true",
+        "sitemaps": "true", "worker_id_header": "true",
     }  # fmt: skip
 
 
@@ -102,7 +103,7 @@ def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
             _, err = proc.communicate(timeout=90)
             assert proc.returncode == 0, err
         assert_exact(db_url, site)
-        records = [r for r in site.requests if r.path != "/robots.txt"]
+        records = site.requests  # robots.txt and sitemap requests included
         assert len({r.worker for r in records}) >= 2  # the work really was shared
         assert overlaps_between_workers(records) == []
         assert_host_counters_exact(db_url)
@@ -136,8 +137,9 @@ def test_chaos_sigkill_random_workers_until_done(db_url: str) -> None:
         assert run.status is RunStatus.COMPLETED
         assert {t.url for t in tasks} == set(site.page_urls())  # no URL lost
         assert counts[TaskState.COMPLETED] == run.counters.completed == len(site.page_urls())
-        records = [r for r in site.requests if r.path != "/robots.txt"]
-        assert concurrent_fetches_of_one_url(records) == []
+        records = site.requests
+        pages = [r for r in records if r.path not in ("/robots.txt", "/sitemap.xml")]
+        assert concurrent_fetches_of_one_url(pages) == []
         assert overlaps_between_workers(records) == []
         assert_host_counters_exact(db_url)
     finally:

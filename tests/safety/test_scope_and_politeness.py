@@ -267,7 +267,8 @@ async def test_a_seed_redirect_to_another_site_is_followed_with_the_flag(
         tmp_path / "c.db", site.root_urls[0], "--max-depth", "0", "--follow-offsite-seed-redirects"
     )
     assert requested(site, "/landing", other) == 1
-    assert tasks[f"http://{other}/landing"].http_status == 200
+    root = tasks[f"http://{ours}/"]
+    assert root.http_status == 200 and root.final_url == f"http://{other}/landing"
     assert await canonical_host(tmp_path / "c.db", ours) == other
 
 

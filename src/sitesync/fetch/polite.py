@@ -1,23 +1,24 @@
 """The worker's polite client: how anything besides the page fetch asks a host for a URL.
 
 Plugins (the asset downloader) get it through their context. Every request goes through the
-same gate as the worker's pages: the host must be one this worker holds a claim on, robots.txt
-must allow the URL, and the request waits for the host's politeness slot (concurrency,
-spacing, Crawl-delay, Retry-After). So a host never sees a plugin's request beside a page
-request, from this worker or any other.
+same gate as the worker's pages: no other worker may hold the host's claim, robots.txt must
+allow the URL, and the request waits for the host's politeness slot (concurrency, spacing,
+Crawl-delay, Retry-After). So a host of the run never sees a plugin's request beside a page
+request, from this worker or any other. A host outside the run's work (a CDN) has no claim
+anyone could hold: only this worker's limiter guards it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.urls import origin_of, resolve_link, url_host
 
-#: Whether this worker may send a request to a host now (it holds the host's claim).
-HoldsHost = Callable[[str], bool]
+#: Whether this worker may send a request to a host now (no other worker holds its claim).
+MayRequest = Callable[[str], Awaitable[bool]]
 
 
 class PoliteClient:
@@ -27,12 +28,12 @@ class PoliteClient:
         *,
         limiter: HostLimiter,
         robots: RobotsCache | None,
-        holds: HoldsHost,
+        may_request: MayRequest,
     ) -> None:
         self._fetcher = fetcher
         self._limiter = limiter
         self._robots = robots
-        self._holds = holds
+        self._may_request = may_request
 
     async def fetch(self, url: str) -> FetchResult:
         """Fetch ``url`` through its host's gate, or a ``BLOCKED`` result saying why not.
@@ -43,8 +44,8 @@ class PoliteClient:
         if target is None:
             return _refused(url, "not an http(s) URL")
         host = url_host(target)
-        if not self._holds(host):
-            return _refused(url, "its host is not one this worker holds (not a host of the run?)")
+        if not await self._may_request(host):
+            return _refused(url, "its host is held by another worker")
         if self._robots is not None:
             verdict = await self._robots.check(
                 target, origin_of(target), gate=lambda: self._limiter.slot(host)

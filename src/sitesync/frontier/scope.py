@@ -43,6 +43,10 @@ class Scope:
             return False
         return not any(p.search(url) for p in self.exclude)
 
+    def domain_allowed(self, host: str) -> bool:
+        """Whether ``host`` is under one of ``allowed_domains`` (named by the operator)."""
+        return self._domain_allowed(host)
+
     def _domain_allowed(self, host: str) -> bool:
         if not self.allowed_domains:
             return False

@@ -17,6 +17,9 @@ from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
 
+#: How long the list of hosts other workers hold is reused before it is read again.
+OTHERS_TTL_SECONDS = 1.0
+
 OnNewHost = Callable[[str], Awaitable[None]]
 #: Called with the hosts held before they may be given up (refresh, release).
 BeforeLettingGo = Callable[[list[str]], Awaitable[None]]
@@ -47,6 +50,8 @@ class ClaimKeeper:
         self._before_letting_go = before_letting_go
         self._expires: dict[str, float] = {}
         self._surplus: set[str] = set()
+        self._others: set[str] = set()
+        self._others_read_at = float("-inf")
 
     @property
     def hosts(self) -> list[str]:
@@ -60,6 +65,24 @@ class ClaimKeeper:
     def holds(self, host: str) -> bool:
         """May a fetch on ``host`` start now?"""
         return self._expires.get(host, 0.0) - time.time() > self.safety
+
+    async def may_request(self, host: str) -> bool:
+        """May this worker send ``host`` a request now (a redirect hop, a sitemap, an asset)?
+
+        Yes if it holds the host's claim with time to spare; no if another worker holds it.
+        A host nobody holds (outside the run's work: a CDN, a redirect target not yet
+        queued) has no claim to take, and only this worker's limiter guards it.
+        """
+        if host in self._expires:
+            return self.holds(host)
+        now = time.time()
+        if now - self._others_read_at > OTHERS_TTL_SECONDS:
+            claims = await self.store.list_claims(self.run_id)
+            self._others = {
+                c.host for c in claims if c.worker_id != self.worker_id and c.expires_at > now
+            }
+            self._others_read_at = now
+        return host not in self._others
 
     async def refresh(self) -> ClaimGrant:
         """Renew, rebalance and extend this worker's claims (one store transaction)."""

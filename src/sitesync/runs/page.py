@@ -315,9 +315,9 @@ class PageAttempts:
         if not self._may_follow(lease, target):
             return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
         host = url_host(target)
-        if host != lease.host and not self.claims.holds(host):
-            # Only the holder of a host's claim sends it requests: the target is queued.
-            why = f"redirect to {target} (another host: queued as a task of its own)"
+        if host != lease.host and not await self.claims.may_request(host):
+            # Another worker holds that host: only it sends the host requests.
+            why = f"redirect to {target} (its host is held by another worker: queued for it)"
             return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
         if self.robots is None:
             return None
@@ -331,8 +331,11 @@ class PageAttempts:
         host = url_host(target)
         if lease.depth == 0:
             # A seed's redirects within its site define it (http -> https, bare -> www);
-            # one to another site is recorded as its canonical host but not followed.
-            return self.follow_offsite_seed_redirects or same_site(lease.host, host)
+            # one to another site is recorded as its canonical host but not followed, unless
+            # the operator said so (the flag, or that domain in allowed_domains).
+            if self.follow_offsite_seed_redirects or same_site(lease.host, host):
+                return True
+            return self.frontier.scope.domain_allowed(host)
         return self.frontier.scope.admits(target, host, lease.depth)
 
     async def _record_root_redirect(self, lease: Lease, result: FetchResult) -> None:

@@ -194,7 +194,10 @@ class CrawlWorker:
         # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
         # this: the same limiter, robots.txt and claims as the pages.
         self.polite_client = PoliteClient(
-            self._plain_fetcher, limiter=self._limiter, robots=self._robots, holds=self.claims.holds
+            self._plain_fetcher,
+            limiter=self._limiter,
+            robots=self._robots,
+            may_request=self.claims.may_request,
         )
         self._attempts = PageAttempts(
             store=store,
