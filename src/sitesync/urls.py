@@ -22,6 +22,7 @@ import idna
 from sitesync.errors import InvalidURL
 
 __all__ = [
+    "DEFAULT_SESSION_PARAMS",
     "MAX_URL_LENGTH",
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",

@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitesync.errors import InvalidURL
-from sitesync.urls import normalize_url, resolve_link, url_host
+from sitesync.urls import (
+    DEFAULT_SESSION_PARAMS,
+    normalize_url,
+    resolve_link,
+    same_site,
+    set_session_params,
+    url_host,
+)
 
 PROPERTY = settings(max_examples=200, deadline=None)
 
@@ -398,3 +405,45 @@ def test_resolve_link_never_raises(href: str) -> None:
 def test_resolve_link_never_raises_on_garbage_base(base: str, href: str) -> None:
     result = resolve_link(base, href)
     assert result is None or normalize_url(result) == result
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("http://a.org/p;jsessionid=0A1B2C?x=1", "http://a.org/p?x=1"),
+        ("http://a.org/shop;JSESSIONID=abc/item", "http://a.org/shop/item"),
+        ("http://a.org/p?sid=9f8e&page=2", "http://a.org/p?page=2"),
+        ("http://a.org/p?PHPSESSID=x&SessionId=y&session_id=z", "http://a.org/p"),
+        ("http://a.org/p;v=2", "http://a.org/p;v=2"),  # other path parameters select content
+        ("http://a.org/p?side=1&sids=2", "http://a.org/p?side=1&sids=2"),  # whole names only
+    ],
+)
+def test_session_ids_are_dropped(raw: str, expected: str) -> None:
+    assert normalize_url(raw) == expected
+
+
+def test_session_params_setting_replaces_the_list() -> None:
+    try:
+        set_session_params(())
+        assert normalize_url("http://a.org/p?sid=1") == "http://a.org/p?sid=1"
+        set_session_params(["token"])
+        assert normalize_url("http://a.org/p?token=1&sid=2") == "http://a.org/p?sid=2"
+    finally:
+        set_session_params(DEFAULT_SESSION_PARAMS)
+    assert normalize_url("http://a.org/p?sid=1") == "http://a.org/p"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("example.org", "www.example.org", True),
+        ("example.org", "shop.example.org:8443", True),
+        ("example.org", "example.net", False),
+        ("notexample.org", "example.org", False),
+        ("127.0.0.2:80", "127.0.0.2:81", True),
+        ("127.0.0.2", "127.0.0.3", False),
+        ("10.0.0.2", "0.0.2", False),  # addresses have no subdomains
+    ],
+)
+def test_same_site(a: str, b: str, same: bool) -> None:
+    assert same_site(a, b) is same
