@@ -415,7 +415,8 @@ def _chained(url: str, result: FetchResult, chain: list[RedirectHop]) -> FetchRe
     """``result`` (of the last hop) as the answer to ``url``, with the whole chain."""
     if not chain:
         return result
-    final = result.final_url or result.url
+    # No answer from the last hop (refused, unreachable): it is on the chain, not the final URL.
+    final = result.final_url if result.status == 0 else (result.final_url or result.url)
     return replace(result, url=url, final_url=final, redirects=(*chain, *result.redirects))
 
 
