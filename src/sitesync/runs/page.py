@@ -289,7 +289,8 @@ class PageAttempts:
             hop = result.redirects[-1]
             chain.append(hop)
             target = resolve_link(hop.from_url, hop.to_url)
-            refusal = await self._hop_refusal(lease, target, chain)
+            location = result.headers.get("location") or hop.to_url  # as the server sent it
+            refusal = await self._hop_refusal(lease, target, location, chain)
             if refusal is not None:
                 outcome, error = refusal
                 if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
@@ -301,10 +302,9 @@ class PageAttempts:
             current = target
 
     async def _hop_refusal(
-        self, lease: Lease, target: str | None, chain: list[RedirectHop]
+        self, lease: Lease, target: str | None, location: str, chain: list[RedirectHop]
     ) -> tuple[FetchOutcome, str] | None:
-        """Why the last hop of ``chain`` is not followed, or None to follow it."""
-        location = chain[-1].to_url
+        """Why the last hop of ``chain`` (to ``location``) is not followed, or None."""
         if target is None:
             why = f"redirect to {location} (not an http(s) URL)"
             return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
