@@ -42,6 +42,36 @@ async def test_a_run_without_heartbeat_is_requeued_until_its_budget_is_spent(
     assert run.status_reason == "crashed and exceeded max retries"
 
 
+async def test_a_run_all_of_whose_workers_left_is_requeued_without_spending_a_retry(
+    store: Store,
+) -> None:
+    run_id = await queued_run(store)
+    await store.start_queued_run(run_id, supervisor_id="s")
+    for worker in ("w1", "w2"):
+        await store.register_worker(run_id, worker_id=worker, host="m", pid=1)
+    for worker in ("w1", "w2"):
+        await store.stop_worker(worker)  # each left cleanly (SIGTERM)
+    await asyncio.sleep(0.06)
+    [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=0)
+    assert run.status is RunStatus.QUEUED and run.crash_retries == 0
+    assert run.status_reason == "all workers left; re-queued"
+
+    # Started again, and this time a worker dies without leaving: that is a crash.
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await store.register_worker(run_id, worker_id="w3", host="m", pid=1)
+    await asyncio.sleep(0.06)
+    [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=1)
+    assert run.status is RunStatus.QUEUED and run.crash_retries == 1
+
+    # A start whose worker never got as far as registering is a crash too, even though
+    # every worker the run ever had left cleanly.
+    await store.stop_worker("w3")
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await asyncio.sleep(0.06)
+    [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=1)
+    assert run.status is RunStatus.FAILED
+
+
 async def test_a_heartbeat_keeps_the_watchdog_away(store: Store) -> None:
     run_id = await queued_run(store)
     await store.start_queued_run(run_id, supervisor_id="s")

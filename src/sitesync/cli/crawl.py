@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
 from sitesync.redact import redact
 from sitesync.runs.crawl import (
+    STOP_ON_CTRL_C,
     CrawlRequest,
     crawl,
     prepare_run,
@@ -147,8 +149,9 @@ def crawl_command(
 ) -> None:
     """Crawl seeds (or resume a run) into the store, politely and within scope.
 
-    Ctrl-C stops cleanly: the run becomes 'stopped' and 'sitesync crawl --resume ID'
-    continues it.
+    Ctrl-C stops the run cleanly: it becomes 'stopped' and 'sitesync crawl --resume ID'
+    continues it. SIGTERM makes this process leave: the run stays running for other
+    workers (or the next 'sitesync worker' / supervisor), and this exits with 143.
     """
     settings = load_settings(
         db=db,
@@ -247,8 +250,10 @@ def worker_command(
     """Join a run from another process or machine and crawl until it ends.
 
     Workers share the run through the store: each host is fetched by one worker at a time
-    (claims), and counters stay exact whichever worker dies. Other settings come from
-    SITESYNC_* variables or sitesync.toml.
+    (claims), and counters stay exact whichever worker dies. SIGTERM or Ctrl-C makes this
+    worker leave (exit 0): its fetches under way finish, its hosts pass to the others, and
+    the run goes on. A paused run is joined and waited on, never resumed. Other settings
+    come from SITESYNC_* variables or sitesync.toml.
     """
     if db_from_stdin:  # how supervise hands over a DSN: never on a command line
         db = sys.stdin.readline().strip() or None
@@ -265,16 +270,30 @@ def worker_command(
         **network_overrides(allow_private_networks, allow_network),
     )
     request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
-    crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
+    crawl_and_report(settings, request, progress=progress, summary_json=summary_json, worker=True)
+
+
+#: ``crawl`` left a run that goes on without it (SIGTERM): 128 + SIGTERM, as a shell shows.
+EXIT_LEFT_RUN = 143
 
 
 def crawl_and_report(
-    settings: Settings, request: CrawlRequest, *, progress: bool, summary_json: Path | None
+    settings: Settings,
+    request: CrawlRequest,
+    *,
+    progress: bool,
+    summary_json: Path | None,
+    worker: bool = False,
 ) -> None:
-    """Crawl, print the run's table, and exit with the run's status as the exit code."""
+    """Crawl, print the run's table, and exit with the run's status as the exit code.
+
+    The foreground crawl is the run's own terminal: Ctrl-C stops the run. A ``worker`` is
+    one process among several: any signal makes it leave, and leaving is a clean exit.
+    """
     check_before_run(settings, request)
     started = time.monotonic()
-    run = asyncio.run(_crawl(settings, request, show_progress=progress))
+    stop_signals = frozenset() if worker else STOP_ON_CTRL_C
+    run = asyncio.run(_crawl(settings, request, show_progress=progress, stop_signals=stop_signals))
     elapsed = time.monotonic() - started
     plain_console().print(run_table(run))
     if summary_json is not None:
@@ -282,6 +301,12 @@ def crawl_and_report(
     if run.status is RunStatus.STOPPED:
         console.print(f"stopped: resume with 'sitesync crawl --resume {run.id}'")
         raise typer.Exit(130)
+    if not run.status.is_terminal:  # this process left; the run goes on without it
+        console.print(
+            f"left run {run.id}, which stays {run.status.value}: 'sitesync worker --run "
+            f"{run.id}' or 'sitesync crawl --resume {run.id}' carries on with it"
+        )
+        raise typer.Exit(0 if worker else EXIT_LEFT_RUN)
     if run.status is not RunStatus.COMPLETED:
         raise typer.Exit(1)
 
@@ -293,7 +318,13 @@ def check_before_run(settings: Settings, request: CrawlRequest) -> None:
     validate_request(request, settings)
 
 
-async def _crawl(settings: Settings, request: CrawlRequest, *, show_progress: bool) -> Run:
+async def _crawl(
+    settings: Settings,
+    request: CrawlRequest,
+    *,
+    show_progress: bool,
+    stop_signals: frozenset[signal.Signals],
+) -> Run:
     store = await open_store(settings.db, **settings.store_options())
     try:
         run = await prepare_run(store, request, settings)
@@ -304,14 +335,18 @@ async def _crawl(settings: Settings, request: CrawlRequest, *, show_progress: bo
         console.print(
             f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {redact(settings.db)}"
         )
+        if run.status is RunStatus.PAUSED:
+            console.print(f"run {run.id} is paused: waiting for 'sitesync resume {run.id}'")
         if not show_progress:
-            return await crawl(store, run, settings)
-        return await _crawl_with_progress(store, run, settings)
+            return await crawl(store, run, settings, stop_signals=stop_signals)
+        return await _crawl_with_progress(store, run, settings, stop_signals)
     finally:
         await store.close()
 
 
-async def _crawl_with_progress(store: Store, run: Run, settings: Settings) -> Run:
+async def _crawl_with_progress(
+    store: Store, run: Run, settings: Settings, stop_signals: frozenset[signal.Signals]
+) -> Run:
     workers: list[CrawlWorker] = []
     progress = Progress(
         TextColumn("[bold]run {task.fields[run_id]}"),
@@ -347,7 +382,9 @@ async def _crawl_with_progress(store: Store, run: Run, settings: Settings) -> Ru
     with progress:
         updater = asyncio.ensure_future(refresh())
         try:
-            return await crawl(store, run, settings, on_start=workers.append)
+            return await crawl(
+                store, run, settings, on_start=workers.append, stop_signals=stop_signals
+            )
         finally:
             updater.cancel()
             with contextlib.suppress(asyncio.CancelledError):

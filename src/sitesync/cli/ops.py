@@ -90,21 +90,42 @@ def _show_claims(claims: list[Claim], title: str) -> None:
     console.print(table)
 
 
+#: What cleanup-stale looks at unless asked for more: paused and queued runs wait for an
+#: operator or a supervisor, which is intent, not staleness.
+_STALE_BY_DEFAULT = frozenset({RunStatus.RUNNING})
+
+
 def cleanup_stale(
     db: DbOption = None,
     older_than_minutes: Annotated[
         float, typer.Option(help="Idle this long (no task transition, no heartbeat).")
     ] = 60,
+    include_paused: Annotated[
+        bool, typer.Option("--include-paused", help="Also fail idle paused runs.")
+    ] = False,
+    include_queued: Annotated[
+        bool, typer.Option("--include-queued", help="Also fail idle queued runs.")
+    ] = False,
     dry_run: DryRun = False,
     yes: Yes = False,
 ) -> None:
-    """Mark runs with no activity for --older-than-minutes as failed (with the reason).
-    Runs with recent activity are never touched."""
+    """Mark running runs with no activity for --older-than-minutes as failed (with the
+    reason). Paused and queued runs are left alone unless asked; runs with recent activity
+    are never touched."""
     settings = load_settings(db=db)
     idle = older_than_minutes * 60
+    statuses = _STALE_BY_DEFAULT | {
+        status
+        for status, asked in (
+            (RunStatus.PAUSED, include_paused),
+            (RunStatus.QUEUED, include_queued),
+        )
+        if asked
+    }
 
     async def find(store: Store) -> list[Run]:
-        return await store.find_inactive_runs(idle_seconds=idle)
+        inactive = await store.find_inactive_runs(idle_seconds=idle)
+        return [run for run in inactive if run.status in statuses]
 
     runs = with_store(settings.db, find)
     table = Table(title=f"{len(runs)} runs idle for more than {older_than_minutes:g} minutes")
@@ -128,9 +149,9 @@ def cleanup_stale(
     async def fail(store: Store) -> int:
         done = 0
         for run in runs:
-            # Re-checked at the last moment: a run that woke up meanwhile is left alone.
-            fresh = await store.find_inactive_runs(idle_seconds=idle)
-            if any(r.id == run.id for r in fresh):
+            # Re-checked at the last moment: a run that woke up (or was paused) meanwhile
+            # is left alone.
+            if any(r.id == run.id for r in await find(store)):
                 await store.transition_run(run.id, RunStatus.FAILED, reason=reason)
                 done += 1
         return done

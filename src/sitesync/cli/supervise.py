@@ -44,12 +44,21 @@ def supervise_command(
     max_crash_retries: Annotated[
         int | None, typer.Option(help="Re-queues of a crashed run before failing it. [3]")
     ] = None,
-    once: Annotated[bool, typer.Option(help="Do one round and exit (for cron).")] = False,
+    once: Annotated[
+        bool,
+        typer.Option(
+            help="One round for cron: watchdog, due scans, start queued runs, then wait "
+            "for the workers it started to finish."
+        ),
+    ] = False,
     allow_private_networks: AllowPrivateNetworksOption = None,
     allow_network: AllowNetworkOption = None,
 ) -> None:
     """Start workers for queued runs (and scheduled scans), heartbeat them, and recover
-    runs whose heartbeat stopped. Several supervisors may share one store."""
+    runs whose heartbeat stopped. Several supervisors may share one store.
+
+    SIGTERM or Ctrl-C makes its workers leave: their runs go back to the queue, and a
+    paused run stays paused."""
     settings = load_settings(
         db=db,
         workers_per_run=workers_per_run,

@@ -47,6 +47,10 @@ class CrawlRequest:
     join: bool = False  # a worker joining: a run that already completed is not an error
 
 
+#: Runs a process joins as they are, without moving them.
+_JOINABLE = frozenset({RunStatus.RUNNING, RunStatus.PAUSED})
+
+
 async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -> Run:
     """Create the run (status running), or move the run to resume back to running."""
     if request.join_any:
@@ -56,8 +60,9 @@ async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -
         return await store.transition_run(run.id, RunStatus.RUNNING)
     if request.resume_run_id is not None:
         run = await store.get_run(request.resume_run_id)
-        if run.status is RunStatus.RUNNING or (request.join and run.status is RunStatus.COMPLETED):
-            # A crash left it running; its dead worker's leases expire and are reclaimed.
+        if run.status in _JOINABLE or (request.join and run.status is RunStatus.COMPLETED):
+            # A crash left it running: its dead worker's leases expire and are reclaimed.
+            # A paused run stays paused whoever joins: crawl() waits for `sitesync resume`.
             return run
         if RunStatus.RUNNING not in RUN_TRANSITIONS[run.status]:
             raise IllegalTransition(f"run {run.id} is {run.status.value} and cannot be resumed")
@@ -103,6 +108,10 @@ async def pick_runnable(store: Store) -> Run:
     raise RunNotFound("no running or queued run to join: start one with 'sitesync crawl URL'")
 
 
+#: Ctrl-C on the foreground ``sitesync crawl`` stops the run: that terminal is the run's own.
+STOP_ON_CTRL_C = frozenset({signal.SIGINT})
+
+
 async def crawl(
     store: Store,
     run: Run,
@@ -110,11 +119,16 @@ async def crawl(
     *,
     fetcher: Fetcher | None = None,
     on_start: Callable[[CrawlWorker], None] | None = None,
+    stop_signals: frozenset[signal.Signals] = frozenset(),
 ) -> Run:
-    """Crawl ``run`` until it drains or the user stops it; return the run as it ended.
+    """Crawl ``run`` until it drains, the run is stopped, or this process leaves; return
+    the run as it ended (``running``, ``paused`` or ``queued`` when it goes on without us).
 
-    SIGINT and SIGTERM stop gracefully: what was fetched is committed, what was in flight
-    goes back to PENDING, and the run becomes ``stopped`` (resumable).
+    SIGINT and SIGTERM make this process leave: fetches under way finish and are committed,
+    what it leased but had not started goes back to PENDING, its claims are released, and
+    the run goes on with the other workers (or waits, as it was, for the next one). A
+    signal in ``stop_signals`` stops the run instead: in-flight work goes back to PENDING
+    and the run becomes ``stopped`` (resumable). A paused run is waited on, never resumed.
     """
     set_session_params(settings.session_params)
     worker_id = new_worker_id()
@@ -139,12 +153,18 @@ async def crawl(
     store.max_stored_body_bytes = settings.max_stored_body_bytes
     client = LateClient()  # plugins fetch through the worker's gate, bound below
     plugins = await _build_plugins(store, run, settings, client)
+    signals = _Signals(stop_signals)
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(plugins)  # closed last, after the worker's last report
         # robots.txt and sitemaps always go over plain HTTP.
         await stack.enter_async_context(plain)
         page_fetcher = await stack.enter_async_context(fetcher) if fetcher else plain
+        stack.callback(signals.uninstall)
+        signals.install(asyncio.get_running_loop())
         while True:
+            run = await _wait_while_paused(store, run.id, settings.status_poll_seconds, signals)
+            if signals.requested is not None or run.status is not RunStatus.RUNNING:
+                break
             worker = CrawlWorker(
                 store,
                 run,
@@ -155,13 +175,10 @@ async def crawl(
                 plugins=plugins if plugins.plugins else None,
             )
             client.bind(worker.polite_client)
-            exit_reason = await _run_worker(store, run, worker, on_start)
+            exit_reason = await _run_worker(store, run, worker, on_start, signals)
             if exit_reason is not WorkerExit.RUN_NOT_RUNNING:
                 break
-            run = await _wait_while_paused(store, run.id, settings.status_poll_seconds)
-            if run.status is not RunStatus.RUNNING:
-                break
-    if exit_reason is WorkerExit.STOP_REQUESTED:
+    if signals.requested is WorkerExit.STOP_REQUESTED:
         current = await store.get_run(run.id)
         if current.status is RunStatus.RUNNING or current.status is RunStatus.PAUSED:
             await store.transition_run(run.id, RunStatus.STOPPED, reason="stopped by user")
@@ -179,11 +196,11 @@ async def _run_worker(
     run: Run,
     worker: CrawlWorker,
     on_start: Callable[[CrawlWorker], None] | None,
+    signals: _Signals,
 ) -> WorkerExit:
     if on_start is not None:
         on_start(worker)
-    loop = asyncio.get_running_loop()
-    installed = _install_stop_signals(loop, worker)
+    signals.worker = worker
     try:
         return await worker.run()
     except (ConfigError, PluginError) as exc:
@@ -203,59 +220,71 @@ async def _run_worker(
         )
         raise
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        signals.worker = None
 
 
-async def _wait_while_paused(store: Store, run_id: int, poll: float) -> Run:
-    """A paused run keeps its state; this process waits for ``resume`` (or an end).
-
-    Ctrl-C or SIGTERM while waiting stops the run, as it would while crawling.
-    """
+async def _wait_while_paused(store: Store, run_id: int, poll: float, signals: _Signals) -> Run:
+    """A paused run keeps its state whoever joins or leaves: this process waits for
+    ``sitesync resume`` (or an end), and a signal ends the wait."""
     run = await store.get_run(run_id)
     if run.status is not RunStatus.PAUSED:
         return run
     log.warning("run %d paused: waiting for 'sitesync resume %d'", run_id, run_id)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # not the main thread
-            continue
-        installed.append(sig)
-    try:
-        while run.status is RunStatus.PAUSED and not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), poll)
-            run = await store.get_run(run_id)
-        if stop.is_set() and run.status is RunStatus.PAUSED:
-            run = await store.transition_run(run_id, RunStatus.STOPPED, reason="stopped by user")
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+    while run.status is RunStatus.PAUSED and signals.requested is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(signals.received.wait(), poll)
+        run = await store.get_run(run_id)
     return run
 
 
-def _install_stop_signals(
-    loop: asyncio.AbstractEventLoop, worker: CrawlWorker
-) -> list[signal.Signals]:
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, _on_signal, loop, sig, worker)
-        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals
-            continue
-        installed.append(sig)
-    return installed
+class _Signals:
+    """SIGINT and SIGTERM for the whole of one crawl() call: a signal in ``stop_signals``
+    stops the run, any other makes this process leave it. A second one of the same kind
+    kills at once: nothing committed is lost, leases and claims simply expire."""
 
+    def __init__(self, stop_signals: frozenset[signal.Signals]) -> None:
+        self.stop_signals = stop_signals
+        self.requested: WorkerExit | None = None  # STOP_REQUESTED or LEFT, once signalled
+        self.received = asyncio.Event()
+        self.worker: CrawlWorker | None = None  # the worker crawling now, if any
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._installed: list[signal.Signals] = []
 
-def _on_signal(loop: asyncio.AbstractEventLoop, sig: signal.Signals, worker: CrawlWorker) -> None:
-    log.warning("%s received: stopping; in-flight pages go back to pending", sig.name)
-    worker.stop()
-    # A second signal kills at once: nothing committed is lost, leases simply expire.
-    loop.remove_signal_handler(sig)
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError):  # not the main thread, or no signals
+                continue
+            self._installed.append(sig)
+
+    def uninstall(self) -> None:
+        assert self._loop is not None
+        for sig in self._installed:
+            self._loop.remove_signal_handler(sig)
+        self._installed.clear()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        stops = sig in self.stop_signals
+        if stops:
+            log.warning(
+                "%s received: stopping the run; in-flight pages go back to pending", sig.name
+            )
+        else:
+            log.warning(
+                "%s received: leaving the run, which goes on without this process", sig.name
+            )
+        if self.requested is None:
+            self.requested = WorkerExit.STOP_REQUESTED if stops else WorkerExit.LEFT
+        if self.worker is not None and self.requested is WorkerExit.STOP_REQUESTED:
+            self.worker.stop()
+        elif self.worker is not None:
+            self.worker.leave()
+        self.received.set()
+        assert self._loop is not None
+        self._loop.remove_signal_handler(sig)
+        self._installed.remove(sig)
 
 
 async def _build_plugins(

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ctypes
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from sitesync.errors import IllegalTransition
 from sitesync.models import RunStatus
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.store.base import Store
@@ -64,30 +66,31 @@ class Supervisor:
         self._start_due_scans = start_due_scans
         self._workers: dict[int, list[subprocess.Popen[bytes]]] = {}
         self._stop = asyncio.Event()
-        self._last_watchdog = 0.0
+        self._last_watchdog = -math.inf  # the first round always runs the watchdog
 
     def stop(self) -> None:
         self._stop.set()
 
     async def run(self, *, once: bool = False) -> None:
-        """Loop until stop() (or one round with ``once``)."""
+        """Loop until stop(). With ``once`` (for cron): one round, then keep the workers it
+        started company (heartbeats) until they exit; stop() makes them leave."""
         try:
-            while True:
-                await self.tick()
-                if once or self._stop.is_set():
-                    break
+            await self.tick()
+            while not self._stop.is_set() and (self._workers or not once):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), self.options.heartbeat)
                 if self._stop.is_set():
                     break
+                if once:
+                    await self._keep_alive()
+                else:
+                    await self.tick()
         finally:
             await self._shutdown()
 
     async def tick(self) -> None:
         """One round: reap, heartbeat, watchdog, scans, starts."""
-        self._reap()
-        for run_id in self._workers:
-            await self.store.heartbeat_run(run_id)
+        await self._keep_alive()
         now = time.monotonic()
         if now - self._last_watchdog >= self.options.watchdog:
             self._last_watchdog = now
@@ -95,6 +98,12 @@ class Supervisor:
         if self._start_due_scans is not None:
             await self._start_due_scans(self.store)
         await self._start_queued()
+
+    async def _keep_alive(self) -> None:
+        """Reap exited workers; heartbeat the runs that still have some."""
+        self._reap()
+        for run_id in self._workers:
+            await self.store.heartbeat_run(run_id)
 
     async def _watchdog(self) -> None:
         # Scans whose completing worker died before applying their lifecycle.
@@ -105,7 +114,10 @@ class Supervisor:
         ):
             if run.status is RunStatus.QUEUED:
                 log.warning(
-                    "run %d had no heartbeat: re-queued (retry %d)", run.id, run.crash_retries
+                    "run %d had no heartbeat: %s (crash retries %d)",
+                    run.id,
+                    run.status_reason,
+                    run.crash_retries,
                 )
             else:
                 log.error("run %d crashed and exceeded max retries: failed", run.id)
@@ -161,24 +173,36 @@ class Supervisor:
                 del self._workers[run_id]
 
     async def _shutdown(self) -> None:
-        """Stop our workers gracefully and hand their runs back to the queue."""
-        procs = [(run_id, p) for run_id, ps in self._workers.items() for p in ps]
-        for _, proc in procs:
+        """Make our workers leave (SIGTERM) and hand the runs they left back to the queue.
+
+        Only a run still ``running`` whose workers all left cleanly is re-queued: a paused
+        run stays paused, a stopped one stopped, and a run another worker still crawls
+        stays with it. A worker that had to be killed leaves its run to the watchdog.
+        """
+        procs = [p for ps in self._workers.values() for p in ps]
+        for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for _, proc in procs:
+        for proc in procs:
             try:
                 await asyncio.to_thread(proc.wait, 30)
             except subprocess.TimeoutExpired:
                 proc.kill()
         for run_id in self._workers:
-            run = await self.store.get_run(run_id)
-            if run.status is RunStatus.STOPPED:
-                # Our workers stopped it because we shut down, not a user: queue it again.
-                await self.store.transition_run(
-                    run_id, RunStatus.QUEUED, reason="supervisor shut down; re-queued"
-                )
+            with contextlib.suppress(IllegalTransition):  # it moved meanwhile: leave it be
+                await self._requeue_if_left(run_id)
         self._workers.clear()
+
+    async def _requeue_if_left(self, run_id: int) -> None:
+        run = await self.store.get_run(run_id)
+        if run.status is not RunStatus.RUNNING:
+            return
+        workers = await self.store.list_workers(run_id)
+        if workers and all(worker.stopped_at is not None for worker in workers):
+            await self.store.transition_run(
+                run_id, RunStatus.QUEUED, reason="supervisor shut down; re-queued"
+            )
+            log.info("run %d: its workers left; re-queued", run_id)
 
     @property
     def worker_pids(self) -> dict[int, Sequence[int]]:

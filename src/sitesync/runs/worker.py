@@ -56,7 +56,8 @@ log = logging.getLogger(__name__)
 
 class WorkerExit(enum.StrEnum):
     DRAINED = "drained"  # nothing pending or assigned: the run is complete
-    STOP_REQUESTED = "stop_requested"  # stop() was called (Ctrl-C)
+    STOP_REQUESTED = "stop_requested"  # stop() was called: the run is being stopped (Ctrl-C)
+    LEFT = "left"  # leave() was called: this process goes, the run goes on without it
     RUN_NOT_RUNNING = "run_not_running"  # another process paused, stopped or cancelled the run
 
 
@@ -244,6 +245,11 @@ class CrawlWorker:
         """Ask the worker to stop: in-flight work is released to PENDING."""
         self._finish(WorkerExit.STOP_REQUESTED)
 
+    def leave(self) -> None:
+        """Ask the worker to leave the run (which goes on without it): fetches under way
+        finish within ``drain_timeout`` and are committed, the rest is released."""
+        self._finish(WorkerExit.LEFT)
+
     async def run(self) -> WorkerExit:
         """Crawl until the run drains, stop() is called, or the run leaves ``running``."""
         me = self._identity
@@ -270,11 +276,7 @@ class CrawlWorker:
             side.append(self._seeder)
         try:
             await self._done.wait()
-            if (
-                self._exit is WorkerExit.RUN_NOT_RUNNING
-                and self._failure is None
-                and self.run_status in _DRAIN_ON
-            ):
+            if self._failure is None and self._drains():
                 await self._drain(side[0])
         finally:
             await self._shutdown(side)
@@ -303,6 +305,14 @@ class CrawlWorker:
     def _leaving(self) -> bool:
         """Whether this worker is on its way out: no new request may start."""
         return self._exit is not None
+
+    def _drains(self) -> bool:
+        """Whether fetches under way may finish: a worker that leaves lets them (a page
+        fetched once is not fetched again by whoever takes its host over), and so does one
+        whose run was paused or completed elsewhere."""
+        if self._exit is WorkerExit.LEFT:
+            return True
+        return self._exit is WorkerExit.RUN_NOT_RUNNING and self.run_status in _DRAIN_ON
 
     def _finish(self, reason: WorkerExit) -> None:
         if self._exit is None:

@@ -328,9 +328,14 @@ class SupervisionStore(Protocol):
         ...
 
     async def recover_stale_runs(self, *, stale_after: float, max_crash_retries: int) -> list[Run]:
-        """Runs still ``running`` whose heartbeat is older than ``stale_after`` seconds
-        crashed: re-queued (``crash_retries`` + 1) while under ``max_crash_retries``, else
-        ``failed`` with "crashed and exceeded max retries". Returns them as they became."""
+        """Runs still ``running`` whose heartbeat is older than ``stale_after`` seconds.
+
+        A run whose last event is a worker leaving cleanly (``stop_worker`` after its last
+        task transition, and after every worker still registered as alive) was left, not
+        crashed: it is re-queued ("all workers left; re-queued") without spending a retry.
+        Any other crashed: re-queued (``crash_retries`` + 1) while under
+        ``max_crash_retries``, else ``failed`` with "crashed and exceeded max retries".
+        Returns them as they became."""
         ...
 
     async def find_inactive_runs(self, *, idle_seconds: float) -> list[Run]:

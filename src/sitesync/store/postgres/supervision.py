@@ -52,7 +52,9 @@ class PostgresSupervision:
                 if await self._lock_run(conn, row["id"]) is None:
                     continue
                 step = {"run_id": row["id"], "now": now}
-                if row["crash_retries"] < max_crash_retries:
+                if row["workers_left"]:
+                    await conn.execute(_Q["requeue_left"], step)
+                elif row["crash_retries"] < max_crash_retries:
                     reason = f"crashed (no heartbeat for {stale_after:g}s); re-queued"
                     await conn.execute(_Q["requeue_crashed"], {**step, "reason": reason})
                 else:

@@ -12,14 +12,32 @@ UPDATE runs
 
 -- name: select_stale_running
 -- The last sign of life: a heartbeat, or failing that the run's own activity.
-SELECT id, crash_retries FROM runs
- WHERE status = 'running'
-   AND COALESCE(heartbeat_at, last_activity_at, started_at, created_at) < %(stale_before)s;
+-- ``workers_left``: the run's last event is a worker leaving cleanly (its stopped_at is no
+-- earlier than the run's last task transition or start, nor than any worker still
+-- registered as alive): the run was left, not crashed, and is re-queued without spending
+-- a crash retry.
+SELECT runs.id, runs.crash_retries,
+       COALESCE(departures.last_left >= GREATEST(COALESCE(runs.last_activity_at, 0),
+                                               COALESCE(departures.last_alive, 0)),
+                FALSE) AS workers_left
+  FROM runs
+  LEFT JOIN (SELECT run_id, MAX(stopped_at) AS last_left,
+                    MAX(CASE WHEN stopped_at IS NULL THEN last_heartbeat END) AS last_alive
+               FROM workers GROUP BY run_id) AS departures ON departures.run_id = runs.id
+ WHERE runs.status = 'running'
+   AND COALESCE(runs.heartbeat_at, runs.last_activity_at, runs.started_at, runs.created_at)
+       < %(stale_before)s;
 
 -- name: requeue_crashed
 UPDATE runs
    SET status = 'queued', crash_retries = crash_retries + 1, supervisor_id = NULL,
        status_reason = %(reason)s, last_activity_at = %(now)s
+ WHERE id = %(run_id)s AND status = 'running';
+
+-- name: requeue_left
+UPDATE runs
+   SET status = 'queued', supervisor_id = NULL,
+       status_reason = 'all workers left; re-queued', last_activity_at = %(now)s
  WHERE id = %(run_id)s AND status = 'running';
 
 -- name: fail_crashed

@@ -55,7 +55,9 @@ class SqliteSupervision:
             ).fetchall()
             for row in stale:
                 params = {"run_id": row["id"], "now": now}
-                if row["crash_retries"] < max_crash_retries:
+                if row["workers_left"]:
+                    conn.execute(_Q["requeue_left"], params)
+                elif row["crash_retries"] < max_crash_retries:
                     reason = f"crashed (no heartbeat for {stale_after:g}s); re-queued"
                     conn.execute(_Q["requeue_crashed"], {**params, "reason": reason})
                 else:
