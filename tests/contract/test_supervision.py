@@ -72,6 +72,15 @@ async def test_a_run_all_of_whose_workers_left_is_requeued_without_spending_a_re
     assert run.status is RunStatus.FAILED
 
 
+async def test_a_run_resumed_after_a_long_pause_is_not_taken_for_crashed(store: Store) -> None:
+    run_id = await queued_run(store)
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await store.transition_run(run_id, RunStatus.PAUSED)
+    await asyncio.sleep(0.3)  # paused far longer than stale_after
+    await store.transition_run(run_id, RunStatus.RUNNING, reason="resumed by a user")
+    assert await store.recover_stale_runs(stale_after=0.2, max_crash_retries=2) == []
+
+
 async def test_a_heartbeat_keeps_the_watchdog_away(store: Store) -> None:
     run_id = await queued_run(store)
     await store.start_queued_run(run_id, supervisor_id="s")

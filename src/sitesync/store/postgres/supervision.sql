@@ -11,7 +11,8 @@ UPDATE runs
  WHERE id = %(run_id)s AND status = 'queued';
 
 -- name: select_stale_running
--- The last sign of life: a heartbeat, or failing that the run's own activity.
+-- The last sign of life: a heartbeat or the run's own activity, whichever is later (a run
+-- resumed after a long pause is as fresh as its resume).
 -- ``workers_left``: the run's last event is a worker leaving cleanly (its stopped_at is no
 -- earlier than the run's last task transition or start, nor than any worker still
 -- registered as alive): the run was left, not crashed, and is re-queued without spending
@@ -25,7 +26,7 @@ SELECT runs.id, runs.crash_retries,
                     MAX(CASE WHEN stopped_at IS NULL THEN last_heartbeat END) AS last_alive
                FROM workers GROUP BY run_id) AS departures ON departures.run_id = runs.id
  WHERE runs.status = 'running'
-   AND COALESCE(runs.heartbeat_at, runs.last_activity_at, runs.started_at, runs.created_at)
+   AND GREATEST(runs.heartbeat_at, runs.last_activity_at, runs.started_at, runs.created_at)
        < %(stale_before)s;
 
 -- name: requeue_crashed
