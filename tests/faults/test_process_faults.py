@@ -56,7 +56,7 @@ class Process:
     def stderr(self) -> str:
         return "".join(self.lines)
 
-    def wait_for_line(self, text: str, timeout: float = 30.0) -> None:
+    def wait_for_line(self, text: str, timeout: float = 60.0) -> None:
         wait_for(lambda: text in self.stderr, f"{text!r} on stderr", timeout)
 
     def signal(self, sig: signal.Signals) -> None:
@@ -86,7 +86,7 @@ def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def wait_for(predicate, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -100,7 +100,12 @@ def status(db: str) -> RunStatus:
 def assert_each_page_fetched_once(site: LoopbackSite) -> None:
     counts = site.fetch_counts()
     pages = site.page_urls()
-    assert {url: counts[url] for url in pages} == dict.fromkeys(pages, 1)
+    twice = [
+        f"{r.host}{r.path} by {r.worker} at {r.started:.2f}-{r.finished:.2f}"
+        for r in site.requests
+        if counts[f"http://{r.host.lower()}{r.path}"] > 1
+    ]
+    assert {url: counts[url] for url in pages} == dict.fromkeys(pages, 1), twice
     assert sum(counts.values()) == len(pages)  # nothing else, no variant, no refetch
 
 
@@ -138,7 +143,7 @@ def test_sigterm_to_one_of_three_workers_and_the_run_goes_on(db_url: str) -> Non
     procs: list[Process] = []
     try:
         procs.append(Process("crawl", *site.root_urls, "--no-progress", db=db_url))
-        wait_for_progress(db_url, 1)
+        wait_for_progress(db_url, 1, timeout=60)
         procs += [Process("worker", "--run", "1", db=db_url) for _ in range(2)]
         leaver = procs[2]
         tag = f"-{leaver.proc.pid}-"
@@ -174,7 +179,7 @@ def test_a_worker_joining_a_paused_run_waits_for_resume(db_url: str) -> None:
     try:
         crawl = Process("crawl", *site.root_urls, "--no-progress", db=db_url)
         procs.append(crawl)
-        wait_for_progress(db_url, 5)
+        wait_for_progress(db_url, 5, timeout=60)
         assert cli(db_url, "pause", "1").returncode == 0
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "the pause to settle")
         crawl.wait_for_line("waiting for 'sitesync resume 1'")
@@ -209,7 +214,7 @@ def test_a_supervisor_stopped_while_a_run_is_paused_leaves_it_paused(db_url: str
         assert cli(db_url, "crawl", *site.root_urls, "--queue").returncode == 0
         supervisor = Process("supervise", db=db_url)
         procs.append(supervisor)
-        wait_for_progress(db_url, 5)
+        wait_for_progress(db_url, 5, timeout=60)
         assert cli(db_url, "pause", "1").returncode == 0
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "the pause to settle")
         supervisor.signal(signal.SIGTERM)
@@ -250,7 +255,7 @@ def test_supervise_once_from_a_loop_completes_a_queued_run(db_url: str) -> None:
         # The first round is cut short, as cron's timeout or a reboot would: its worker
         # leaves and the run goes back to the queue, no crash retry spent.
         first = Process("supervise", "--once", db=db_url)
-        wait_for_progress(db_url, 10)
+        wait_for_progress(db_url, 10, timeout=60)
         first.signal(signal.SIGTERM)
         assert first.finish(timeout=60) == 0, first.stderr
         run = read_run(db_url)[0]

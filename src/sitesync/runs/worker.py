@@ -230,6 +230,7 @@ class CrawlWorker:
         self._held_total = 0
         self._reports: list[TaskReport] = []
         self._report_now = asyncio.Event()
+        self._closing = False  # shutting down: the reporter ends after its current write
         self._room = asyncio.Event()
         self._done = asyncio.Event()
         self._exit: WorkerExit | None = None
@@ -355,7 +356,10 @@ class CrawlWorker:
             if task.get_name() != "report":
                 task.cancel()
         await asyncio.gather(*side[:1], *side[2:], return_exceptions=True)
-        side[1].cancel()
+        # The reporter is stopped between two writes, never cut off in one: a batch it had
+        # taken would be lost, and its pages fetched again by whoever comes next.
+        self._closing = True
+        self._report_now.set()
         await asyncio.gather(side[1], return_exceptions=True)
         with contextlib.suppress(Exception):
             await self._flush_reports()
@@ -483,7 +487,7 @@ class CrawlWorker:
     # -- reporting ------------------------------------------------------------------------
 
     async def _flush_reports_forever(self) -> None:
-        while True:
+        while not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._report_now.wait(), self.options.report_interval)
             self._report_now.clear()
