@@ -14,16 +14,19 @@ UPDATE runs
 -- The last sign of life: a heartbeat or the run's own activity, whichever is later (a run
 -- resumed after a long pause is as fresh as its resume).
 -- ``workers_left``: the run's last event is a worker leaving cleanly (its stopped_at is no
--- earlier than the run's last task transition or start, nor than any worker still
--- registered as alive): the run was left, not crashed, and is re-queued without spending
--- a crash retry.
+-- earlier than the run's last task transition or start, nor than the last sign of life of
+-- any worker that did not leave cleanly): the run was left, not crashed, and is re-queued
+-- without spending a crash retry. A clean leave (stop_worker) sets last_heartbeat to
+-- stopped_at; a worker found gone (stop_gone_worker) keeps its older last_heartbeat.
 SELECT runs.id, runs.crash_retries,
        COALESCE(departures.last_left >= GREATEST(COALESCE(runs.last_activity_at, 0),
                                                COALESCE(departures.last_alive, 0)),
                 FALSE) AS workers_left
   FROM runs
-  LEFT JOIN (SELECT run_id, MAX(stopped_at) AS last_left,
-                    MAX(CASE WHEN stopped_at IS NULL THEN last_heartbeat END) AS last_alive
+  LEFT JOIN (SELECT run_id,
+                    MAX(CASE WHEN stopped_at <= last_heartbeat THEN stopped_at END) AS last_left,
+                    MAX(CASE WHEN stopped_at IS NULL OR stopped_at > last_heartbeat
+                             THEN last_heartbeat END) AS last_alive
                FROM workers GROUP BY run_id) AS departures ON departures.run_id = runs.id
  WHERE runs.status = 'running'
    AND GREATEST(runs.heartbeat_at, runs.last_activity_at, runs.started_at, runs.created_at)
