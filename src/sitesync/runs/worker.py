@@ -358,9 +358,13 @@ class CrawlWorker:
         await asyncio.gather(*side[:1], *side[2:], return_exceptions=True)
         # The reporter is stopped between two writes, never cut off in one: a batch it had
         # taken would be lost, and its pages fetched again by whoever comes next.
+        # (A store that does not answer is waited on for ``drain_timeout`` at most.)
         self._closing = True
         self._report_now.set()
-        await asyncio.gather(side[1], return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(side[1], return_exceptions=True), self.options.drain_timeout
+            )
         with contextlib.suppress(Exception):
             await self._flush_reports()
         with contextlib.suppress(Exception):
@@ -376,7 +380,12 @@ class CrawlWorker:
                 await self.store.save_host_pause(host, until=self._limiter.paused_until(host))
         with contextlib.suppress(Exception):
             await self.claims.release_all()
-            await self.store.stop_worker(self.worker_id)
+        if self._failure is None:
+            # Recorded only for a worker that leaves or ends cleanly: the watchdog re-queues
+            # a run its workers left without spending a crash retry, and a worker that
+            # failed did not leave, it crashed.
+            with contextlib.suppress(Exception):
+                await self.store.stop_worker(self.worker_id)
 
     # -- feeding --------------------------------------------------------------------------
 
