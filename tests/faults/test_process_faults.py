@@ -30,8 +30,8 @@ def settings(db: str) -> dict[str, str]:
     claims and quick heartbeats (hosts pass on within seconds), a quick watchdog."""
     return {
         "db": db, "concurrency": "4", "per_host_concurrency": "1", "delay": "0",
-        "lease_seconds": "30", "claim_seconds": "4", "heartbeat_seconds": "0.3",
-        "total_timeout": "2", "retry_backoff": "0.05", "respect_robots": "false",
+        "lease_seconds": "30", "claim_seconds": "13", "heartbeat_seconds": "0.3",
+        "total_timeout": "10", "retry_backoff": "0.05", "respect_robots": "false",
         "sitemaps": "false", "worker_id_header": "true",
         "supervisor_heartbeat_seconds": "0.3", "watchdog_seconds": "0.3",
         "stale_run_seconds": "3",
@@ -100,12 +100,12 @@ def status(db: str) -> RunStatus:
 def assert_each_page_fetched_once(site: LoopbackSite) -> None:
     counts = site.fetch_counts()
     pages = site.page_urls()
-    twice = [
-        f"{r.host}{r.path} by {r.worker} at {r.started:.2f}-{r.finished:.2f}"
+    twice = sorted(
+        f"{r.path}@{r.host.split(':')[0]} {r.worker.split('-')[-2]} {r.started:.2f}"
         for r in site.requests
         if counts[f"http://{r.host.lower()}{r.path}"] > 1
-    ]
-    assert {url: counts[url] for url in pages} == dict.fromkeys(pages, 1), twice
+    )
+    assert {url: counts[url] for url in pages} == dict.fromkeys(pages, 1), " ".join(twice)
     assert sum(counts.values()) == len(pages)  # nothing else, no variant, no refetch
 
 
