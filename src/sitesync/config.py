@@ -17,6 +17,7 @@ from pydantic_settings import (
 )
 
 from sitesync.errors import ConfigError
+from sitesync.fetch.adaptive import PaceSettings
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import default_user_agent
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_networks
@@ -46,7 +47,26 @@ class Settings(BaseSettings):
     """Requests in flight at once on one host; 0 lifts the cap (only for sites you own)."""
 
     delay: float = Field(1.0, ge=0)
-    """Seconds between the starts of two requests to one host."""
+    """Seconds between the starts of two requests to one host. With adaptive politeness
+    this is the fastest a host is ever asked (it recovers towards it, never beyond)."""
+
+    adaptive_politeness: bool = True
+    """Slow a host down on its own signals (429/503 without Retry-After, timeouts, latency
+    well above its recent normal) and recover slowly towards ``delay`` and
+    ``per_host_concurrency``; the learned delay is shared by the fleet through the store.
+    Off: the fixed pace (flag: ``--no-adaptive-politeness``)."""
+
+    adaptive_max_delay: float = Field(30.0, gt=0)
+    """The slowest adaptive politeness ever makes a host, in seconds between requests
+    (a robots.txt Crawl-delay or Retry-After above it still wins)."""
+
+    adaptive_recovery_seconds: float = Field(30.0, gt=0)
+    """How slowly a host recovers: the delay added by a back-off halves every this many
+    seconds without trouble, and one request of per-host concurrency comes back."""
+
+    adaptive_latency_factor: float = Field(3.0, gt=1)
+    """A host whose latency rises to this many times its recent normal (and by 0.1 s at
+    least) is slowed down before it starts failing."""
 
     max_retries: int = Field(3, ge=1, le=100)
     """Attempts per URL before it is marked failed."""
@@ -378,6 +398,12 @@ class Settings(BaseSettings):
             concurrency=self.concurrency,
             per_host_concurrency=self.per_host_concurrency,
             per_host_delay=self.delay,
+            adaptive=PaceSettings(
+                enabled=self.adaptive_politeness,
+                max_delay=self.adaptive_max_delay,
+                recovery_seconds=self.adaptive_recovery_seconds,
+                latency_factor=self.adaptive_latency_factor,
+            ),
             lease_seconds=self.lease_seconds,
             in_flight_limit=self.in_flight_limit,
             respect_robots=self.respect_robots,

@@ -306,6 +306,17 @@ class HostState:
     robots_status: int | None  # 0 = unreachable
     robots_body: str | None
     robots_expires_at: float | None
+    # Adaptive politeness: the delay the host was slowed to, why, and when (None: never).
+    pace_delay: float | None = None
+    pace_concurrency: int | None = None
+    pace_reason: str | None = None
+    pace_since: float | None = None
+
+    def pace_text(self) -> str | None:
+        """``host X: 2.4 s, backing off after 503s``, while the host is slowed down."""
+        if self.pace_delay is None or not self.pace_reason:
+            return None
+        return f"host {self.host}: {self.pace_delay:.1f} s, {self.pace_reason}"
 
 
 class HostStatus(enum.StrEnum):

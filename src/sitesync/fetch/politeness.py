@@ -5,6 +5,10 @@ A request starts ``delay`` after the previous one started and after the previous
 The spacing of a host is the larger of the configured delay and the host's robots.txt
 Crawl-delay. A host that answered 429/503 with Retry-After is paused until then: nothing
 starts on it before, and the worker defers that host's tasks instead of holding slots.
+
+On top of that, each host's delay and concurrency adapt to its answers (:mod:`sitesync.fetch.
+adaptive`): the caller of :meth:`HostLimiter.slot` tells the :class:`Turn` it got what the
+host answered. The adapted delay is never below the configured delay or the Crawl-delay.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+
+from sitesync.fetch.adaptive import HostPace, LearnedPace, PaceSettings
+from sitesync.fetch.base import FetchOutcome, FetchResult
 
 
 @dataclass(slots=True)
 class _Host:
-    semaphore: asyncio.Semaphore
-    delay: float
+    pace: HostPace
     # Monotonic time the last request started. The next one is due ``delay`` later, computed
     # when it asks: a Crawl-delay learned from robots.txt (itself the previous request) then
     # spaces the very next request, not only the ones after it.
@@ -30,10 +36,45 @@ class _Host:
     last_end: float = float("-inf")
     paused_until: float = 0.0  # wall clock (comparable with the store's eligibility times)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    in_flight: int = 0
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # set when a request ends
+
+    @property
+    def delay(self) -> float:
+        return self.pace.delay()
 
     def due(self) -> float:
         """Monotonic time the next request may start."""
         return max(self.last_start, self.last_end) + self.delay
+
+    def full(self) -> bool:
+        cap = self.pace.concurrency()
+        return cap > 0 and self.in_flight >= cap
+
+
+@dataclass(slots=True)
+class Turn:
+    """One request's turn at a host: tell it what the host answered."""
+
+    host: str
+    started: float  # wall clock, for the pace
+    _pace: HostPace | None
+
+    def answered(
+        self, *, status: int, elapsed: float, timed_out: bool = False
+    ) -> LearnedPace | None:
+        """Let the host's pace learn from the answer; returns the pace to store (shared
+        with the fleet) when it changed enough, else None."""
+        if self._pace is None:
+            return None
+        return self._pace.answered(
+            started=self.started, status=status, elapsed=elapsed, timed_out=timed_out
+        )
+
+    def saw(self, result: FetchResult) -> LearnedPace | None:
+        """:meth:`answered`, from a fetch result."""
+        timed_out = result.outcome is FetchOutcome.TIMEOUT
+        return self.answered(status=result.status, elapsed=result.elapsed, timed_out=timed_out)
 
 
 class HostLimiter:
@@ -43,23 +84,57 @@ class HostLimiter:
     ``concurrency`` 0 means no per-host cap (the benchmark's setting).
     """
 
-    def __init__(self, *, concurrency: int, delay: float, max_delay: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        concurrency: int,
+        delay: float,
+        max_delay: float = 60.0,
+        adaptive: PaceSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.concurrency = concurrency
         self.delay = delay
         self.max_delay = max_delay
+        # No adaptive settings: the fixed pace (plugins' own limiters, unit tests).
+        self.adaptive = adaptive or PaceSettings(enabled=False)
+        self._pace = PaceSettings(
+            enabled=self.adaptive.enabled,
+            min_delay=delay,
+            max_delay=self.adaptive.max_delay,
+            concurrency=concurrency,
+            recovery_seconds=self.adaptive.recovery_seconds,
+            latency_factor=self.adaptive.latency_factor,
+        )
+        self._clock = clock
         self._hosts: dict[str, _Host] = {}
 
     def _host(self, host: str) -> _Host:
         state = self._hosts.get(host)
         if state is None:
-            size = self.concurrency if self.concurrency > 0 else 1_000_000
-            state = self._hosts[host] = _Host(asyncio.Semaphore(size), self.delay)
+            state = self._hosts[host] = _Host(HostPace(self._pace, self._clock))
         return state
 
     def honour_crawl_delay(self, host: str, crawl_delay: float | None) -> None:
         """Space this host's requests by its robots.txt Crawl-delay (capped at max_delay)."""
         if crawl_delay is not None:
-            self._host(host).delay = max(self.delay, min(crawl_delay, self.max_delay))
+            self._host(host).pace.floor = max(self.delay, min(crawl_delay, self.max_delay))
+
+    def concurrency_of(self, host: str) -> int:
+        """Requests the host may have at once now (0: no cap)."""
+        state = self._hosts.get(host)
+        return self.concurrency if state is None else state.pace.concurrency()
+
+    def learned(self, host: str) -> LearnedPace | None:
+        """The host's adapted pace, or None if it never had to back off here."""
+        state = self._hosts.get(host)
+        if state is None or not self.adaptive.enabled or not state.pace.current_reason():
+            return None
+        return state.pace.learned()
+
+    def restore(self, host: str, learned: LearnedPace) -> None:
+        """Continue from the pace another worker learned for ``host`` (from the store)."""
+        self._host(host).pace.restore(learned)
 
     def pause(self, host: str, until: float) -> None:
         """Start nothing on ``host`` before wall-clock time ``until`` (Retry-After)."""
@@ -80,26 +155,34 @@ class HostLimiter:
         return [name for name, state in self._hosts.items() if state.paused_until > horizon]
 
     @contextlib.asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[None]:
-        if self.concurrency <= 0 and self.delay <= 0 and host not in self._hosts:
-            yield
+    async def slot(self, host: str) -> AsyncIterator[Turn]:
+        fixed = not self.adaptive.enabled and self.concurrency <= 0 and self.delay <= 0
+        if fixed and host not in self._hosts:
+            yield Turn(host, time.time(), None)
             return
         state = self._host(host)
-        async with state.semaphore:
-            # The lock makes waiters take their turns in order, each one delay apart.
-            async with state.lock:
-                pause = state.paused_until - time.time()
-                if pause > 0:
-                    await asyncio.sleep(pause)
-                # Re-read after each sleep: a Crawl-delay may have lengthened the spacing
-                # while this request waited.
-                while True:
-                    wait = state.due() - time.monotonic()
-                    if wait <= 0:
-                        break
-                    await asyncio.sleep(wait)
-                state.last_start = time.monotonic()
-            try:
-                yield
-            finally:
-                state.last_end = time.monotonic()
+        # The lock makes waiters take their turns in order, each one delay apart.
+        async with state.lock:
+            pause = state.paused_until - time.time()
+            if pause > 0:
+                await asyncio.sleep(pause)
+            # Re-read after each wait: a Crawl-delay or a back-off may have lengthened the
+            # spacing (or lowered the concurrency) while this request waited.
+            while True:
+                if state.full():
+                    state.ended.clear()
+                    await state.ended.wait()
+                    continue
+                wait = state.due() - time.monotonic()
+                if wait <= 0:
+                    break
+                await asyncio.sleep(wait)
+            state.last_start = time.monotonic()
+            state.in_flight += 1
+            started = state.pace.started()
+        try:
+            yield Turn(host, started, state.pace)
+        finally:
+            state.in_flight -= 1
+            state.last_end = time.monotonic()
+            state.ended.set()

@@ -28,7 +28,7 @@ from sitesync.urls import same_site, url_host
 #: RFC 9309 §2.3.1.2: follow at least five consecutive redirects, then it may stop.
 MAX_ROBOTS_REDIRECTS = 5
 
-Gate = Callable[[], AbstractAsyncContextManager[None]]
+Gate = Callable[[], AbstractAsyncContextManager[object]]
 #: Called after each robots.txt fetch: (origin, status, body or None, expires_at).
 Persist = Callable[[str, int, str | None, float], Awaitable[None]]
 

@@ -52,10 +52,10 @@ class HostDispatcher:
         self._changed.set()
 
     def _pick(self) -> Lease | None:
-        cap = self._limiter.concurrency
         best: str | None = None
         best_start = 0.0
         for host, queue in self._waiting.items():
+            cap = self._limiter.concurrency_of(host)  # adaptive: may be below the setting
             if not queue or (cap > 0 and self._busy[host] >= cap):
                 continue
             start = self._limiter.next_start(host)

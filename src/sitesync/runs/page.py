@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
-from sitesync.fetch.politeness import HostLimiter
+from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text, without_surrogates
 from sitesync.frontier.frontier import Frontier
@@ -256,13 +256,26 @@ class PageAttempts:
                           outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
 
     @contextlib.asynccontextmanager
-    async def _turn(self, host: str) -> AsyncIterator[None]:
+    async def _turn(self, host: str) -> AsyncIterator[Turn]:
         """The host's politeness slot, checked against a pause right before the request
         starts (the wait for a turn can outlast the pause by a whole delay)."""
-        async with self.limiter.slot(host):
+        async with self.limiter.slot(host) as turn:
             if self.halted():
                 raise Halted
-            yield
+            yield turn
+
+    async def _learn_pace(self, turn: Turn, result: FetchResult) -> None:
+        """The host's adaptive pace learns from the answer; a changed pace is stored, so
+        every worker of the fleet (the next holder of the host) keeps to it."""
+        learned = turn.saw(result)
+        if learned is not None:
+            await self.store.save_host_pace(
+                turn.host,
+                delay=learned.delay,
+                concurrency=learned.concurrency,
+                reason=learned.reason,
+                since=learned.since,
+            )
 
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         assert self.sitemaps is not None
@@ -282,8 +295,9 @@ class PageAttempts:
         chain: list[RedirectHop] = []
         current = lease.url
         while True:
-            async with self._turn(url_host(current)):
+            async with self._turn(url_host(current)) as turn:
                 result = await self.fetcher.fetch(current, may_follow=_no_hop)
+            await self._learn_pace(turn, result)
             if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
                 return _chained(lease.url, result, chain)
             hop = result.redirects[-1]

@@ -34,6 +34,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from sitesync.errors import StoreUnavailable
+from sitesync.fetch.adaptive import LearnedPace, PaceSettings
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
@@ -66,6 +67,8 @@ class WorkerOptions:
     concurrency: int = 16
     per_host_concurrency: int = 1  # 0 = no per-host cap
     per_host_delay: float = 1.0  # seconds between request starts on one host
+    # Adaptive politeness (its delay and concurrency come from the two above).
+    adaptive: PaceSettings = field(default_factory=lambda: PaceSettings(enabled=False))
     lease_seconds: float = 60.0
     in_flight_limit: int = 0  # 0 = twice the concurrency
     report_batch: int = 256
@@ -161,6 +164,7 @@ class CrawlWorker:
             concurrency=self.options.per_host_concurrency,
             delay=self.options.per_host_delay,
             max_delay=self.options.max_crawl_delay,
+            adaptive=self.options.adaptive,
         )
         # robots.txt and sitemaps are plain HTTP even when pages are rendered in a browser.
         self._plain_fetcher = robots_fetcher or fetcher
@@ -378,6 +382,8 @@ class CrawlWorker:
             # of the host reads it from the store.
             for host in self._limiter.paused_hosts():
                 await self.store.save_host_pause(host, until=self._limiter.paused_until(host))
+        with contextlib.suppress(Exception):
+            await self._save_paces(self.claims.hosts)
         with contextlib.suppress(Exception):
             await self.claims.release_all()
         if self._failure is None:
@@ -609,6 +615,16 @@ class CrawlWorker:
             return
         if state.paused_until > time.time():
             self._limiter.pause(host, state.paused_until)
+        if state.pace_delay is not None and state.pace_since is not None and state.pace_reason:
+            self._limiter.restore(
+                host,
+                LearnedPace(
+                    delay=state.pace_delay,
+                    concurrency=state.pace_concurrency or 1,
+                    reason=state.pace_reason,
+                    since=state.pace_since,
+                ),
+            )
         if (
             self._robots is not None
             and state.robots_origin
@@ -630,6 +646,21 @@ class CrawlWorker:
             wait = self._limiter.next_start(host) - mono
             if wait > 0:
                 await self.store.save_host_pause(host, until=now + wait)
+        await self._save_paces(hosts)  # and the adaptive pace: the next holder keeps it
+
+    async def _save_paces(self, hosts: list[str]) -> None:
+        """Store each host's adaptive pace as it is now, before the host may pass to another
+        worker: the next holder continues from it (recovery included)."""
+        for host in hosts:
+            learned = self._limiter.learned(host)
+            if learned is not None:
+                await self.store.save_host_pace(
+                    host,
+                    delay=learned.delay,
+                    concurrency=learned.concurrency,
+                    reason=learned.reason,
+                    since=learned.since,
+                )
 
     async def _persist_robots(
         self, origin: str, status: int, body: str | None, expires_at: float

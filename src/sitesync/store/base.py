@@ -243,6 +243,13 @@ class CoordinationStore(Protocol):
         """Nothing may start on ``host`` before ``until`` (only ever moves later)."""
         ...
 
+    async def save_host_pace(
+        self, host: str, *, delay: float, concurrency: int, reason: str, since: float
+    ) -> None:
+        """Keep the host's adaptive pace (learned at ``since``) for every worker of the fleet;
+        an empty ``reason`` means recovered to the configured pace."""
+        ...
+
     async def save_host_robots(
         self, host: str, *, origin: str, status: int, body: str | None, expires_at: float
     ) -> None:

@@ -140,6 +140,15 @@ class PostgresCoordination:
     async def save_host_pause(self, host: str, *, until: float) -> None:
         await self._exec("save_host_pause", {"host": host, "until": until})
 
+    async def save_host_pace(
+        self, host: str, *, delay: float, concurrency: int, reason: str, since: float
+    ) -> None:
+        params = {
+            "host": host, "delay": delay, "concurrency": concurrency, "reason": reason,
+            "since": since,
+        }  # fmt: skip
+        await self._exec("save_host_pace", params)
+
     async def save_host_robots(
         self, host: str, *, origin: str, status: int, body: str | None, expires_at: float
     ) -> None:

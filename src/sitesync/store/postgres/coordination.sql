@@ -111,6 +111,16 @@ ON CONFLICT (host) DO UPDATE
    SET paused_until = GREATEST(host_state.paused_until, excluded.paused_until),
        updated_at = excluded.updated_at;
 
+-- name: save_host_pace
+INSERT INTO host_state (host, pace_delay, pace_concurrency, pace_reason, pace_since, updated_at)
+VALUES (%(host)s, %(delay)s, %(concurrency)s, %(reason)s, %(since)s, %(now)s)
+ON CONFLICT (host) DO UPDATE
+   SET pace_delay = excluded.pace_delay,
+       pace_concurrency = excluded.pace_concurrency,
+       pace_reason = excluded.pace_reason,
+       pace_since = excluded.pace_since,
+       updated_at = excluded.updated_at;
+
 -- name: save_host_robots
 INSERT INTO host_state (host, robots_origin, robots_status, robots_body, robots_expires_at,
                         updated_at)

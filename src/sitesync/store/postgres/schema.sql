@@ -163,7 +163,8 @@ CREATE TABLE claims (
 );
 CREATE INDEX claims_by_worker ON claims (run_id, worker_id);
 
--- Politeness that survives a hand-over: Retry-After, robots.txt and its Crawl-delay.
+-- Politeness that survives a hand-over: Retry-After, robots.txt and its Crawl-delay, and
+-- the adaptive pace.
 CREATE TABLE host_state (
     host              text PRIMARY KEY,
     paused_until      double precision NOT NULL DEFAULT 0,
@@ -171,6 +172,10 @@ CREATE TABLE host_state (
     robots_status     integer,
     robots_body       text,
     robots_expires_at double precision,
+    pace_delay        double precision,  -- adaptive politeness: the delay now, in seconds
+    pace_concurrency  integer,
+    pace_reason       text,  -- why ("backing off after 503s"); empty once recovered
+    pace_since        double precision,  -- when it was learned: recovery runs from then
     updated_at        double precision NOT NULL
 );
 

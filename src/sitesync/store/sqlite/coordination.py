@@ -137,6 +137,15 @@ class SqliteCoordination:
     async def save_host_pause(self, host: str, *, until: float) -> None:
         await self._call(self._exec, "save_host_pause", {"host": host, "until": until})
 
+    async def save_host_pace(
+        self, host: str, *, delay: float, concurrency: int, reason: str, since: float
+    ) -> None:
+        params = {
+            "host": host, "delay": delay, "concurrency": concurrency, "reason": reason,
+            "since": since,
+        }  # fmt: skip
+        await self._call(self._exec, "save_host_pace", params)
+
     async def save_host_robots(
         self, host: str, *, origin: str, status: int, body: str | None, expires_at: float
     ) -> None:
@@ -276,4 +285,8 @@ def _host_state(row: sqlite3.Row | dict[str, Any]) -> HostState:
         robots_status=row["robots_status"],
         robots_body=row["robots_body"],
         robots_expires_at=row["robots_expires_at"],
+        pace_delay=row["pace_delay"],
+        pace_concurrency=row["pace_concurrency"],
+        pace_reason=row["pace_reason"],
+        pace_since=row["pace_since"],
     )

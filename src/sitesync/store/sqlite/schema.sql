@@ -157,7 +157,8 @@ CREATE TABLE claims (
 );
 CREATE INDEX claims_by_worker ON claims (run_id, worker_id);
 
--- Politeness that survives a hand-over: Retry-After, robots.txt and its Crawl-delay.
+-- Politeness that survives a hand-over: Retry-After, robots.txt and its Crawl-delay, and
+-- the adaptive pace.
 CREATE TABLE host_state (
     host              TEXT PRIMARY KEY,
     paused_until      REAL NOT NULL DEFAULT 0,
@@ -165,6 +166,10 @@ CREATE TABLE host_state (
     robots_status     INTEGER,
     robots_body       TEXT,
     robots_expires_at REAL,
+    pace_delay        REAL,  -- adaptive politeness: the delay now, in seconds
+    pace_concurrency  INTEGER,
+    pace_reason       TEXT,  -- why ("backing off after 503s"); empty once recovered
+    pace_since        REAL,  -- when it was learned: recovery runs from then
     updated_at        REAL NOT NULL
 );
 

@@ -1,0 +1,212 @@
+"""Adaptive politeness: one host's delay and concurrency, from the host's own answers.
+
+A pure controller (no I/O, an injectable wall clock) that :class:`~sitesync.fetch.politeness.
+HostLimiter` asks before each request and tells after each answer.
+
+- It **backs off quickly**: a 429, 503 or timeout doubles the delay (at least to twice the
+  spacing the host actually saw) and halves the concurrency; a latency well above the host's
+  recent normal multiplies the delay by 1.5 and takes one request off the concurrency. One
+  back-off per round: answers to requests that started before the last back-off are the
+  old pace's answers, and do not count again.
+- It **recovers slowly**: the extra delay halves every ``recovery_seconds`` of calm, and
+  one request of concurrency comes back per ``recovery_seconds``. Recovery is a function of
+  the time since the last back-off, so a host handed to another worker (with the learned
+  delay, through the store) continues where it was.
+- It never goes below ``min_delay`` (the configured delay, or the robots.txt Crawl-delay
+  when larger: those win) nor above ``max_delay``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: The smallest back-off step, in seconds: doubling a configured delay of 0 gives nothing.
+MIN_STEP = 0.1
+#: Statuses that say "too much": the host is overloaded or rate limiting.
+OVERLOAD_STATUSES = frozenset({429, 503})
+#: Weight of a new latency sample in the short-term average (the current latency).
+FAST_WEIGHT = 0.3
+#: Weight of a new (unremarkable) latency sample in the host's recent normal.
+NORMAL_WEIGHT = 0.05
+#: Samples of latency needed before the host has a normal to compare with.
+WARMUP_SAMPLES = 5
+#: Latency above normal by less than this is noise, whatever the ratio (fast loopbacks).
+MIN_LATENCY_EXCESS = 0.1
+#: A saved delay is stale once the current one differs from it by this share.
+SAVE_CHANGE = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class PaceSettings:
+    enabled: bool = True
+    min_delay: float = 0.0  # the configured delay: never faster
+    max_delay: float = 30.0  # the ceiling: never slower
+    concurrency: int = 1  # the configured per-host concurrency (0: no cap, never adapted)
+    recovery_seconds: float = 30.0  # calm time that halves the extra delay
+    latency_factor: float = 3.0  # latency this many times the normal is a back-off
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedPace:
+    """What is stored per host and shown: the delay after the last back-off, when that
+    back-off happened (recovery runs from then), and why."""
+
+    delay: float
+    concurrency: int
+    reason: str
+    since: float  # wall clock of the back-off
+
+
+def describe(host: str, delay: float, reason: str) -> str:
+    """``host X: 2.4 s, backing off after 503s``."""
+    return f"host {host}: {delay:.1f} s, {reason}" if reason else f"host {host}: {delay:.1f} s"
+
+
+class HostPace:
+    """The adaptive pace of one host."""
+
+    def __init__(self, settings: PaceSettings, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.floor = settings.min_delay  # raised by a Crawl-delay
+        self._peak_delay = settings.min_delay  # delay right after the last back-off
+        self._peak_concurrency = settings.concurrency
+        self._backoff_at = float("-inf")
+        self.reason = ""
+        self._fast: float | None = None  # short-term average latency
+        self._normal: float | None = None  # the host's recent normal latency
+        self._samples = 0
+        self._last_start: float | None = None
+        self._spacing: float | None = None  # average time between starts, as sent
+        self._saved: LearnedPace | None = None  # the pace last handed out to be stored
+
+    # -- what the limiter asks ------------------------------------------------------------
+
+    def delay(self) -> float:
+        """Seconds between requests now: the floor plus what is left of the back-off."""
+        if not self.settings.enabled:
+            return self.floor
+        extra = max(0.0, self._peak_delay - self.floor)
+        calm = max(0.0, self.clock() - self._backoff_at)
+        left = extra * 0.5 ** (calm / self.settings.recovery_seconds) if extra else 0.0
+        if left < 0.005:  # recovered: the configured pace again
+            return self.floor
+        return min(max(self.floor, self.settings.max_delay), self.floor + left)
+
+    def concurrency(self) -> int:
+        """Requests at once now (0: no cap)."""
+        configured = self.settings.concurrency
+        if not self.settings.enabled or configured <= 1:
+            return configured
+        calm = max(0.0, self.clock() - self._backoff_at)
+        regained = calm / self.settings.recovery_seconds  # infinite: never backed off
+        return min(configured, self._peak_concurrency + int(min(regained, configured)))
+
+    def current_reason(self) -> str:
+        """Why the delay is above the floor ("" once recovered)."""
+        if self.delay() <= self.floor and self.concurrency() >= self.settings.concurrency:
+            return ""
+        return self.reason
+
+    def started(self) -> float:
+        """A request starts now; returns its start (for :meth:`answered`)."""
+        now = self.clock()
+        if self._last_start is not None:
+            gap = now - self._last_start
+            self._spacing = gap if self._spacing is None else 0.7 * self._spacing + 0.3 * gap
+        self._last_start = now
+        return now
+
+    # -- what the host answered -----------------------------------------------------------
+
+    def answered(
+        self, *, started: float, status: int, elapsed: float, timed_out: bool = False
+    ) -> LearnedPace | None:
+        """Learn from one answer; returns the pace to store when it changed enough."""
+        if not self.settings.enabled:
+            return None
+        this_round = started >= self._backoff_at
+        if timed_out or status in OVERLOAD_STATUSES:
+            if this_round:
+                why = "timeouts" if timed_out else f"{status}s"
+                self._back_off(2.0, f"backing off after {why}", halve=True)
+                return self._to_save(force=True)
+            return None
+        if status <= 0:
+            return None  # no answer (refused, reset): the dead-host logic's business
+        if self._latency_high(elapsed) and this_round:
+            assert self._normal is not None
+            why = (
+                f"backing off: latency {elapsed:.2f} s, "
+                f"{elapsed / max(self._normal, 1e-3):.0f}x its normal {self._normal:.2f} s"
+            )
+            self._fast = self._normal  # measure the new pace afresh
+            self._back_off(1.5, why, halve=False)
+            return self._to_save(force=True)
+        return self._to_save(force=False)
+
+    def _latency_high(self, elapsed: float) -> bool:
+        self._samples += 1
+        self._fast = elapsed if self._fast is None else _mix(self._fast, elapsed, FAST_WEIGHT)
+        if self._normal is None:
+            self._normal = elapsed
+            return False
+        high = self._fast > self.settings.latency_factor * self._normal
+        high = high and self._fast - self._normal > MIN_LATENCY_EXCESS
+        # The normal follows unremarkable samples, and drifts only slowly towards high ones
+        # (a host that is slower for good becomes the new normal, not a back-off forever).
+        weight = NORMAL_WEIGHT if elapsed <= 1.5 * self._normal else NORMAL_WEIGHT / 5
+        self._normal = _mix(self._normal, elapsed, weight)
+        return high and self._samples > WARMUP_SAMPLES
+
+    def _back_off(self, factor: float, reason: str, *, halve: bool) -> None:
+        current = self.delay()
+        step = max(current * factor, MIN_STEP)
+        if halve and self._spacing is not None:
+            step = max(step, 2 * self._spacing)  # half the rate the host actually saw
+        ceiling = max(self.floor, self.settings.max_delay)
+        concurrency = self.concurrency()
+        if concurrency > 1:
+            concurrency = max(1, concurrency // 2 if halve else concurrency - 1)
+        self._peak_delay = min(ceiling, max(step, self.floor))
+        self._peak_concurrency = concurrency
+        self._backoff_at = self.clock()
+        self.reason = reason
+
+    def _to_save(self, *, force: bool) -> LearnedPace | None:
+        learned = self.learned()
+        saved = self._saved
+        if not force:
+            if saved is None:
+                return None  # never backed off: nothing to tell the fleet
+            recovered = not learned.reason and saved.reason
+            if not recovered and abs(learned.delay - saved.delay) <= SAVE_CHANGE * saved.delay:
+                return None
+        self._saved = learned
+        return learned
+
+    def learned(self) -> LearnedPace:
+        return LearnedPace(
+            delay=self.delay(),
+            concurrency=self.concurrency(),
+            reason=self.current_reason(),
+            since=self.clock(),
+        )
+
+    # -- shared through the store ---------------------------------------------------------
+
+    def restore(self, learned: LearnedPace) -> None:
+        """Continue from what another worker learned (stored at ``learned.since``)."""
+        if not self.settings.enabled or learned.delay <= self.floor:
+            return
+        self._peak_delay = min(max(self.floor, self.settings.max_delay), learned.delay)
+        self._peak_concurrency = max(1, learned.concurrency)
+        self._backoff_at = learned.since
+        self.reason = learned.reason
+        self._saved = learned
+
+
+def _mix(average: float, sample: float, weight: float) -> float:
+    return (1 - weight) * average + weight * sample
