@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     """The slowest adaptive politeness ever makes a host, in seconds between requests
     (a robots.txt Crawl-delay or Retry-After above it still wins)."""
 
-    adaptive_recovery_seconds: float = Field(30.0, gt=0)
+    adaptive_recovery_seconds: float = Field(20.0, gt=0)
     """How slowly a host recovers: the delay added by a back-off halves every this many
     seconds without trouble, and one request of per-host concurrency comes back."""
 

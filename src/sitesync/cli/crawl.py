@@ -127,6 +127,13 @@ def crawl_command(
         bool | None,
         typer.Option("--sitemaps/--no-sitemaps", help="Admit URLs from the seeds' sitemaps. [on]"),
     ] = None,
+    adaptive_politeness: Annotated[
+        bool | None,
+        typer.Option(
+            "--adaptive-politeness/--no-adaptive-politeness",
+            help="Slow a host down when it struggles (429/503, timeouts, latency). [on]",
+        ),
+    ] = None,
     timeout: Annotated[float | None, typer.Option(help="Total seconds per request. [60]")] = None,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest body kept. [10 MiB]")] = None,
     plugins: Annotated[
@@ -173,6 +180,7 @@ def crawl_command(
         fetcher=fetcher,
         respect_robots=robots,
         sitemaps=sitemaps,
+        adaptive_politeness=adaptive_politeness,
         total_timeout=timeout,
         max_body_bytes=max_body_bytes,
         plugins=plugins,

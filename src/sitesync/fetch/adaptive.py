@@ -18,6 +18,8 @@ HostLimiter` asks before each request and tells after each answer.
 
 from __future__ import annotations
 
+import collections
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,8 +28,9 @@ from dataclasses import dataclass
 MIN_STEP = 0.1
 #: Statuses that say "too much": the host is overloaded or rate limiting.
 OVERLOAD_STATUSES = frozenset({429, 503})
-#: Weight of a new latency sample in the short-term average (the current latency).
-FAST_WEIGHT = 0.3
+#: The current latency is the median of this many last answers: one slow answer (a busy
+#: client machine, a garbage collection) is not a trend.
+RECENT_SAMPLES = 5
 #: Weight of a new (unremarkable) latency sample in the host's recent normal.
 NORMAL_WEIGHT = 0.05
 #: Samples of latency needed before the host has a normal to compare with.
@@ -44,7 +47,7 @@ class PaceSettings:
     min_delay: float = 0.0  # the configured delay: never faster
     max_delay: float = 30.0  # the ceiling: never slower
     concurrency: int = 1  # the configured per-host concurrency (0: no cap, never adapted)
-    recovery_seconds: float = 30.0  # calm time that halves the extra delay
+    recovery_seconds: float = 20.0  # calm time that halves the extra delay
     latency_factor: float = 3.0  # latency this many times the normal is a back-off
 
 
@@ -75,7 +78,7 @@ class HostPace:
         self._peak_concurrency = settings.concurrency
         self._backoff_at = float("-inf")
         self.reason = ""
-        self._fast: float | None = None  # short-term average latency
+        self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_SAMPLES)
         self._normal: float | None = None  # the host's recent normal latency
         self._samples = 0
         self._last_start: float | None = None
@@ -138,23 +141,26 @@ class HostPace:
             return None  # no answer (refused, reset): the dead-host logic's business
         if self._latency_high(elapsed) and this_round:
             assert self._normal is not None
+            current = statistics.median(self._recent)
             why = (
-                f"backing off: latency {elapsed:.2f} s, "
-                f"{elapsed / max(self._normal, 1e-3):.0f}x its normal {self._normal:.2f} s"
+                f"backing off: latency {current:.2f} s, "
+                f"{current / max(self._normal, 1e-3):.0f}x its normal {self._normal:.2f} s"
             )
-            self._fast = self._normal  # measure the new pace afresh
+            self._recent.clear()  # measure the new pace afresh
             self._back_off(1.5, why, halve=False)
             return self._to_save(force=True)
         return self._to_save(force=False)
 
     def _latency_high(self, elapsed: float) -> bool:
         self._samples += 1
-        self._fast = elapsed if self._fast is None else _mix(self._fast, elapsed, FAST_WEIGHT)
+        self._recent.append(elapsed)
         if self._normal is None:
             self._normal = elapsed
             return False
-        high = self._fast > self.settings.latency_factor * self._normal
-        high = high and self._fast - self._normal > MIN_LATENCY_EXCESS
+        current = statistics.median(self._recent)
+        high = len(self._recent) == RECENT_SAMPLES
+        high = high and current > self.settings.latency_factor * self._normal
+        high = high and current - self._normal > MIN_LATENCY_EXCESS
         # The normal follows unremarkable samples, and drifts only slowly towards high ones
         # (a host that is slower for good becomes the new normal, not a back-off forever).
         weight = NORMAL_WEIGHT if elapsed <= 1.5 * self._normal else NORMAL_WEIGHT / 5
