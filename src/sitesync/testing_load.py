@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -83,7 +84,9 @@ class LoadedSite:
             return web.Response(status=status, text="busy", content_type="text/plain")
         await asyncio.sleep(latency)
         index = 0 if request.path == "/" else int(request.path.rsplit("/", 1)[-1] or 0)
-        children = range(self.links * index + 1, min(self.pages, self.links * index + self.links + 1))
+        children = range(
+            self.links * index + 1, min(self.pages, self.links * index + self.links + 1)
+        )
         body = "".join(f'<a href="/p/{i}">page {i}</a>\n' for i in children)
         return web.Response(text=f"<html><body>{body}</body></html>", content_type="text/html")
 
@@ -116,11 +119,10 @@ class LoadedSite:
             app.router.add_get("/p/{n}", self._handle)
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
-            site = web.TCPSite(runner, self.ip, 0)
-            await site.start()
-            server = site._server
-            assert server is not None and server.sockets
-            self.port = server.sockets[0].getsockname()[1]
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((self.ip, 0))
+            self.port = sock.getsockname()[1]
+            await web.SockSite(runner, sock).start()
             ready.set()
             await self._stop.wait()
             await runner.cleanup()

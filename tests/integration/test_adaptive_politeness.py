@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -85,13 +84,20 @@ async def crawl_site(settings: Settings, site: LoadedSite) -> tuple[Run, list[Ho
         await store.close()
 
 
+async def answered(site: LoadedSite, count: int) -> None:
+    """Until the server (in its own thread) has answered ``count`` requests."""
+    while True:
+        if len(site.answers) >= count:
+            return
+        await asyncio.sleep(0.005)
+
+
 def burst(site: LoadedSite, status: int, *, after: int = 5, seconds: float = 1.0) -> None:
     """Answer ``status`` to everything for ``seconds``, from the server's ``after``-th
     answer on (once the crawler has many pages in hand)."""
 
     async def run() -> None:
-        while len(site.answers) < after:
-            await asyncio.sleep(0.005)
+        await answered(site, after)
         site.forced_status = status
         await asyncio.sleep(seconds)
         site.forced_status = None
@@ -124,8 +130,7 @@ async def test_rising_latency_slows_the_host_down_before_anything_fails(
     site: LoadedSite, tmp_path: Path
 ) -> None:
     async def slow_down_later() -> None:
-        while len(site.answers) < 15:
-            await asyncio.sleep(0.01)
+        await answered(site, 15)
         site.extra_latency = 0.3  # the host is struggling, but still answers
 
     asyncio.get_running_loop().create_task(slow_down_later())

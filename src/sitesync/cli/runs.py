@@ -112,19 +112,22 @@ async def hosts_table(store: Store, run: Run) -> Table | None:
     if not names:
         return None
     table = Table(title=f"hosts of run {run.id} ({len(workers)} workers joined)")
-    for column in ("host", "pages", "errors", "status", "claimed by"):
+    for column in ("host", "pages", "errors", "status", "claimed by", "pace"):
         table.add_column(column, justify="right" if column in ("pages", "errors") else "left")
     for name in names:
         host = hosts.get(name)
         holder = holders.get(name)
         worker = workers.get(holder) if holder else None
         where = f"{holder} (pid {worker.pid} on {worker.host})" if worker else (holder or "-")
+        state = await store.get_host_state(name)
+        pace = state.pace_text() if state is not None else None
         table.add_row(
             name,
             str(host.pages_crawled) if host else "0",
             str(host.errors) if host else "0",
             host.status.value if host else "active",
             where,
+            pace.removeprefix(f"host {name}: ") if pace else "-",
         )
     return table
 

@@ -46,6 +46,9 @@ def status_command(db: DbOption = None) -> None:
     idle = idle_table(overview)
     if idle is not None:
         console.print(idle)
+    slowed = slowed_table(overview)
+    if slowed is not None:
+        console.print(slowed)
 
 
 def runs_table(overview: StatusOverview) -> Table:
@@ -80,4 +83,17 @@ def idle_table(overview: StatusOverview) -> Table | None:
     table.add_column("why", overflow="fold")
     for run in idle:
         table.add_row(str(run.id), "\n".join(run.idle_reasons))
+    return table
+
+
+def slowed_table(overview: StatusOverview) -> Table | None:
+    """Hosts adaptive politeness slowed down ("host X: 2.4 s, backing off after 503s")."""
+    slowed = [run for run in overview.active_runs if run.slowed_hosts]
+    if not slowed:
+        return None
+    table = Table(title="hosts slowed down (adaptive politeness)")
+    table.add_column("run", justify="right")
+    table.add_column("pace", overflow="fold")
+    for run in slowed:
+        table.add_row(str(run.id), "\n".join(run.slowed_hosts))
     return table

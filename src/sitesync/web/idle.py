@@ -253,3 +253,17 @@ async def gather_idle_facts(
         backlog=backlog,
         host_states=tuple(s for s in states if s is not None),
     )
+
+
+async def slowed_hosts(store: Store, run: Run, now: float) -> list[str]:
+    """``host X: 2.4 s, backing off after 503s`` for each host of the run (those held or
+    with pending work, the busiest first) that adaptive politeness slowed down."""
+    hosts = [c.host for c in await store.list_claims(run.id) if c.expires_at > now]
+    hosts += [b.host for b in await store.pending_by_host(run.id, limit=MAX_HOSTS_CHECKED)]
+    texts = []
+    for host in list(dict.fromkeys(hosts))[:MAX_HOSTS_CHECKED]:
+        state = await store.get_host_state(host)
+        text = state.pace_text() if state is not None else None
+        if text is not None:
+            texts.append(text)
+    return texts

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sitesync.config import Settings
 from sitesync.models import Claim, Domain, Run, RunStatus, Task, TaskState, WorkerInfo
 from sitesync.store.base import Store
-from sitesync.web.idle import gather_idle_facts, idle_reasons, is_live
+from sitesync.web.idle import gather_idle_facts, idle_reasons, is_live, slowed_hosts
 from sitesync.web.samples import SampleBook
 from sitesync.web.schema import (
     ClaimRow,
@@ -116,6 +116,7 @@ class Overview:
     async def summary(self, run: Run) -> RunSummary:
         now = self.options.clock()
         reasons: tuple[str, ...] = ()
+        slowed: tuple[str, ...] = ()
         if not run.status.is_terminal:
             facts = await gather_idle_facts(
                 self.store,
@@ -125,6 +126,7 @@ class Overview:
                 idle_after=self.options.idle_after,
             )
             reasons = tuple(idle_reasons(facts))
+            slowed = tuple(await slowed_hosts(self.store, run, now))
         counters = run.counters
         return RunSummary(
             id=run.id,
@@ -139,6 +141,7 @@ class Overview:
             pending_work=counters.pending + counters.assigned,
             pages_per_second=self._rate(run, now),
             idle_reasons=reasons,
+            slowed_hosts=slowed,
         )
 
     def _rate(self, run: Run, now: float) -> float:
@@ -188,6 +191,8 @@ class Overview:
         rows = []
         for name in sorted(counted.keys() | pending.keys() | held.keys())[:_MAX_HOSTS]:
             host, claim = counted.get(name), held.get(name)
+            state = await self.store.get_host_state(name)
+            slowed = state is not None and bool(state.pace_reason)
             rows.append(
                 HostRow(
                     host=name,
@@ -198,6 +203,8 @@ class Overview:
                     claimed_by=claim.worker_id if claim else None,
                     claim_expires_at=claim.expires_at if claim else None,
                     domain=_domain_info(await self.store.get_domain(name)),
+                    pace_delay=state.pace_delay if slowed and state else None,
+                    pace_reason=state.pace_reason if slowed and state else None,
                 )
             )
         return rows

@@ -29,6 +29,8 @@ class RunSummary:
     pages_per_second: float  # recent rate while sampled, else the average since it started
     # Why a run that is not terminal makes no progress; empty while it makes progress.
     idle_reasons: tuple[str, ...] = ()
+    # Hosts adaptive politeness slowed down: "host X: 2.4 s, backing off after 503s".
+    slowed_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,8 @@ class HostRow:
     claimed_by: str | None  # the worker holding a live claim on the host
     claim_expires_at: float | None
     domain: DomainInfo | None = None
+    pace_delay: float | None = None  # adaptive politeness: seconds between requests now
+    pace_reason: str | None = None  # why it is slowed down; None while at the configured pace
 
 
 @dataclass(frozen=True, slots=True)

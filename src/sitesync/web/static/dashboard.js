@@ -116,6 +116,9 @@ function renderDetail(detail) {
   const idle = $("idle");
   idle.hidden = !run.idle_reasons.length;
   idle.replaceChildren(...run.idle_reasons.map((reason) => el("li", reason)));
+  const slowed = $("slowed");
+  slowed.hidden = !run.slowed_hosts.length;
+  slowed.replaceChildren(...run.slowed_hosts.map((text) => el("li", text)));
   for (const button of document.querySelectorAll("[data-action]")) {
     button.disabled = busy || !(ACTIONS[run.status] || []).includes(button.dataset.action);
   }
@@ -137,8 +140,9 @@ function renderHosts(hosts) {
       d.aliases.length ? `aliases: ${d.aliases.join(", ")}` : "",
       d.stale ? "stale" : "", d.active === false ? "inactive" : "",
     ].filter(Boolean).join("; ") : "";
+    const pace = h.pace_reason ? `${h.pace_delay.toFixed(1)} s, ${h.pace_reason}` : "";
     return row([h.host, h.pages_crawled, h.errors, h.pending, h.status,
-      h.claimed_by || "–", domain]);
+      h.claimed_by || "–", domain, pace]);
   }), "no host counted yet");
 }
 
