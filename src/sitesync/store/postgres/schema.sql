@@ -172,11 +172,11 @@ CREATE TABLE host_state (
     robots_status     integer,
     robots_body       text,
     robots_expires_at double precision,
+    updated_at        double precision NOT NULL,
     pace_delay        double precision,  -- adaptive politeness: the delay now, in seconds
     pace_concurrency  integer,
     pace_reason       text,  -- why ("backing off after 503s"); empty once recovered
-    pace_since        double precision,  -- when it was learned: recovery runs from then
-    updated_at        double precision NOT NULL
+    pace_since        double precision   -- when it was learned: recovery runs from then
 );
 
 -- Per-host counters of a run, flushed during the crawl. A task is added to them exactly
