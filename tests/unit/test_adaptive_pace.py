@@ -141,3 +141,15 @@ def test_recovering_stores_the_pace_now_and_then_not_on_every_answer() -> None:
     stored = [s for s in saved if s is not None]
     assert 1 <= len(stored) < 20
     assert stored[-1].reason == "" and stored[-1].delay == 0.1  # recovered, and said so
+
+
+def test_one_url_answering_503_among_good_answers_does_not_slow_the_host_further() -> None:
+    clock = Clock()
+    p = pace(clock)
+    request(p, clock, status=503)  # the first one backs off: nothing tells whose fault yet
+    first = p.delay()
+    for _ in range(10):
+        for _ in range(10):
+            request(p, clock)  # the rest of the site answers fine
+        request(p, clock, status=503)  # that one URL's retry
+    assert p.delay() <= first

@@ -83,15 +83,20 @@ def show_command(
     """Show one run: status, counters, settings and its failed URLs."""
     settings = load_settings(db=db)
 
-    async def load(store: Store) -> tuple[Run, list[tuple[str, str]], Table | None]:
+    async def load(
+        store: Store,
+    ) -> tuple[Run, list[tuple[str, str]], Table | None, Table | None]:
         run = await store.get_run(run_id)
         failed = await store.list_tasks(run_id, state=TaskState.FAILED, limit=errors)
-        return run, [(t.url, t.last_error or "") for t in failed], await hosts_table(store, run)
+        failures = [(t.url, t.last_error or "") for t in failed]
+        return run, failures, await hosts_table(store, run), await slowed_table(store, run)
 
-    run, failed, hosts = with_store(settings.db, load)
+    run, failed, hosts, slowed = with_store(settings.db, load)
     console.print(run_table(run))
     if hosts is not None:
         console.print(hosts)
+    if slowed is not None:
+        console.print(slowed)
     if failed:
         table = Table(title="failed URLs")
         table.add_column("url", overflow="fold")
@@ -112,23 +117,39 @@ async def hosts_table(store: Store, run: Run) -> Table | None:
     if not names:
         return None
     table = Table(title=f"hosts of run {run.id} ({len(workers)} workers joined)")
-    for column in ("host", "pages", "errors", "status", "claimed by", "pace"):
+    for column in ("host", "pages", "errors", "status", "claimed by"):
         table.add_column(column, justify="right" if column in ("pages", "errors") else "left")
     for name in names:
         host = hosts.get(name)
         holder = holders.get(name)
         worker = workers.get(holder) if holder else None
         where = f"{holder} (pid {worker.pid} on {worker.host})" if worker else (holder or "-")
-        state = await store.get_host_state(name)
-        pace = state.pace_text() if state is not None else None
         table.add_row(
             name,
             str(host.pages_crawled) if host else "0",
             str(host.errors) if host else "0",
             host.status.value if host else "active",
             where,
-            pace.removeprefix(f"host {name}: ") if pace else "-",
         )
+    return table
+
+
+async def slowed_table(store: Store, run: Run) -> Table | None:
+    """The run's hosts that adaptive politeness slowed down, or None when there are none."""
+    hosts = {h.host for h in await store.list_run_hosts(run.id)}
+    hosts |= {c.host for c in await store.list_claims(run.id)}
+    texts = []
+    for host in sorted(hosts):
+        state = await store.get_host_state(host)
+        text = state.pace_text() if state is not None else None
+        if text:
+            texts.append(text)
+    if not texts:
+        return None
+    table = Table(title="hosts slowed down (adaptive politeness)", show_header=False)
+    table.add_column("pace", overflow="fold")
+    for text in texts:
+        table.add_row(text)
     return table
 
 

@@ -37,6 +37,12 @@ NORMAL_WEIGHT = 0.05
 WARMUP_SAMPLES = 5
 #: Latency above normal by less than this is noise, whatever the ratio (fast loopbacks).
 MIN_LATENCY_EXCESS = 0.1
+#: Weight of one answer in the share of overload answers (429/503/timeouts) of a host.
+OVERLOAD_WEIGHT = 0.1
+#: Once backed off, a host is slowed further only while this share of its answers are
+#: overload answers: one URL that keeps answering 503 among many good answers is that
+#: URL's problem (its retries handle it), not a host to slow down to the ceiling.
+OVERLOAD_SHARE = 0.15
 #: A saved delay is stale once the current one differs from it by this share.
 SAVE_CHANGE = 0.1
 
@@ -81,6 +87,7 @@ class HostPace:
         self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_SAMPLES)
         self._normal: float | None = None  # the host's recent normal latency
         self._samples = 0
+        self._overload_share = 0.0
         self._last_start: float | None = None
         self._spacing: float | None = None  # average time between starts, as sent
         self._saved: LearnedPace | None = None  # the pace last handed out to be stored
@@ -131,8 +138,11 @@ class HostPace:
         if not self.settings.enabled:
             return None
         this_round = started >= self._backoff_at
-        if timed_out or status in OVERLOAD_STATUSES:
-            if this_round:
+        overloaded = timed_out or status in OVERLOAD_STATUSES
+        self._overload_share = _mix(self._overload_share, float(overloaded), OVERLOAD_WEIGHT)
+        if overloaded:
+            slowed = self.delay() > self.floor
+            if this_round and (not slowed or self._overload_share >= OVERLOAD_SHARE):
                 why = "timeouts" if timed_out else f"{status}s"
                 self._back_off(2.0, f"backing off after {why}", halve=True)
                 return self._to_save(force=True)
