@@ -27,6 +27,7 @@ from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
 from sitesync.runs.worker import WorkerOptions
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
+from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT
 from sitesync.urls import DEFAULT_SESSION_PARAMS
 
 DEFAULT_DB = "sitesync.db"
@@ -138,9 +139,11 @@ class Settings(BaseSettings):
     in_flight_limit: int = Field(0, ge=0)
     """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
 
-    fetcher: Literal["http", "browser"] = "http"
-    """How pages are fetched: ``http`` (aiohttp), or ``browser`` (the system Chromium through
-    Playwright, for JavaScript-built sites; needs the ``browser`` extra)."""
+    fetcher: Literal["http", "browser", "null"] = "http"
+    """How pages are fetched: ``http`` (aiohttp), ``browser`` (the system Chromium through
+    Playwright, for JavaScript-built sites; needs the ``browser`` extra), or ``null``: a dry
+    run that walks seeds, robots.txt and sitemaps for real and admits URLs, but requests no
+    page (each allowed URL ends ``not_fetched``; plugins do not run)."""
 
     browser_executable: str = "/usr/bin/chromium"
     """The Chromium the browser fetcher launches."""
@@ -248,6 +251,10 @@ class Settings(BaseSettings):
 
     max_asset_bytes: int = Field(5 * 1024 * 1024, gt=0)
     """Largest asset downloaded; a larger one is recorded without its body."""
+
+    max_attempts_kept: int = Field(DEFAULT_MAX_ATTEMPTS_KEPT, ge=1)
+    """Attempts kept per task in its history (start, end, worker, outcome, status, error,
+    bytes, redirect hops; ``sitesync why``); older ones are dropped."""
 
     max_stored_body_bytes: int = Field(DEFAULT_MAX_STORED_BODY_BYTES, ge=0)
     """Largest body kept with a record version (compressed, once per content hash); a larger

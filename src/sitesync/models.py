@@ -129,6 +129,7 @@ class NewTask:
     host: str
     depth: int
     priority: int = 0
+    found_from: int | None = None  # the task of the page that linked to it; None: seed, sitemap
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +211,10 @@ class TaskReport:
     final_url: str | None = None  # where redirects ended
     redirects: tuple[tuple[str, str, int], ...] = ()  # (from_url, to_url, status) hops
     records: tuple[AssetRecord, ...] = ()  # written in the report's transaction
+    # The attempt's history row (``Attempt``): when it ran and who ran it.
+    started_at: float | None = None
+    ended_at: float | None = None
+    worker_id: str | None = None
 
 
 class ReportVerdict(enum.StrEnum):
@@ -235,6 +240,45 @@ class Task:
     outcome: str | None = None
     final_url: str | None = None
     redirects: tuple[tuple[str, str, int], ...] = ()
+    found_from: int | None = None  # the task of the page that first linked to it
+    found_on: str | None = None  # that page's URL (read by ``get_task`` only)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One accepted attempt at a task, kept (up to ``max_attempts_kept`` per task) after
+    later attempts overwrote the task's own outcome, status and error."""
+
+    task_id: int
+    attempt: int  # 1, 2, ... (the task's attempt_count when it ran)
+    started_at: float | None
+    ended_at: float
+    worker_id: str | None
+    outcome: str | None
+    http_status: int | None
+    error: str | None
+    bytes: int
+    redirect_hops: int
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.started_at is None else max(0.0, self.ended_at - self.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainScan:
+    """What one scan of a scope did on one of its registered domains."""
+
+    host: str
+    run_id: int
+    scope: str | None
+    run_status: str  # the scan's terminal status
+    host_status: str | None  # active, exhausted, blocked; None: never crawled in the scan
+    pages: int
+    errors: int
+    assets_found: int
+    assets_stored: int
+    finished_at: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,7 +118,11 @@ def crawl_command(
         ),
     ] = None,
     fetcher: Annotated[
-        str | None, typer.Option(help="http, or browser (system Chromium; JavaScript sites).")
+        str | None,
+        typer.Option(
+            help="http, browser (system Chromium; JavaScript sites), or null: a dry run"
+            " (seeds, robots.txt, sitemaps; no page requested)."
+        ),
     ] = None,
     robots: Annotated[
         bool | None, typer.Option("--robots/--no-robots", help="Obey robots.txt. [on]")

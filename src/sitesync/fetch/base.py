@@ -26,6 +26,11 @@ class FetchOutcome(enum.StrEnum):
     # A non-public address the network policy refuses (loopback, private, link-local, ...);
     # never retried: the address will not become allowed by asking again.
     FORBIDDEN_ADDRESS = "forbidden_address"
+    # A 2xx body that is not valid in its charset (declared, or UTF-8): kept, its links
+    # read with replacement characters, but not a success.
+    UNDECODABLE = "undecodable"
+    # A dry run (``--fetcher null``): admitted and allowed by robots.txt, never requested.
+    NOT_FETCHED = "not_fetched"
 
 
 @dataclass(frozen=True, slots=True)

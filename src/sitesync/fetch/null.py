@@ -8,10 +8,19 @@ from sitesync.fetch.base import FetchOutcome, FetchResult, FollowPolicy
 
 
 class NullFetcher:
-    """Answers every URL with ``respond(url)``, or an empty 200 page."""
+    """Answers every URL with ``respond(url)``, or an empty 200 page.
+
+    ``dry_run()`` answers ``not_fetched`` instead: the dry run of ``--fetcher null``, where
+    seeds, robots.txt and sitemaps are walked for real (over plain HTTP) and every admitted
+    URL that robots.txt allows ends as not fetched, without a request.
+    """
 
     def __init__(self, respond: Callable[[str], FetchResult] | None = None) -> None:
         self._respond = respond
+
+    @classmethod
+    def dry_run(cls) -> NullFetcher:
+        return cls(lambda url: FetchResult(url=url, outcome=FetchOutcome.NOT_FETCHED))
 
     async def __aenter__(self) -> NullFetcher:
         return self

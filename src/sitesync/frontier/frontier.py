@@ -29,8 +29,11 @@ class Frontier:
         if run.config.extra_hosts and not set(run.config.extra_hosts) <= self.scope.seed_hosts:
             self.scope = _scope_of(run, self.seeds)
 
-    def candidates(self, urls: Iterable[str], *, depth: int) -> list[NewTask]:
-        """Scope already-normalized URLs found at ``depth``; duplicates in the batch dropped."""
+    def candidates(
+        self, urls: Iterable[str], *, depth: int, found_from: int | None = None
+    ) -> list[NewTask]:
+        """Scope already-normalized URLs found at ``depth`` (on the page of task
+        ``found_from``); duplicates in the batch dropped."""
         tasks: list[NewTask] = []
         seen: set[str] = set()
         for url in urls:
@@ -39,7 +42,7 @@ class Frontier:
             seen.add(url)
             host = url_host(url)
             if self.scope.admits(url, host, depth):
-                tasks.append(NewTask(url=url, host=host, depth=depth))
+                tasks.append(NewTask(url=url, host=host, depth=depth, found_from=found_from))
         return tasks
 
     async def admit(self, urls: Iterable[str], *, depth: int) -> int:

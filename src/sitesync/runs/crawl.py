@@ -19,6 +19,7 @@ from sitesync.errors import (
 )
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.http import HttpFetcher
+from sitesync.fetch.null import NullFetcher
 from sitesync.fetch.polite import LateClient
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.frontier.scope import Scope
@@ -150,10 +151,15 @@ async def crawl(
             max_pages=settings.browser_pages,
             network=settings.network_policy(),
         )
+    if fetcher is None and settings.fetcher == "null":
+        fetcher = NullFetcher.dry_run()
     store.max_stored_body_bytes = settings.max_stored_body_bytes
     client = LateClient()  # plugins fetch through the worker's gate, bound below
+    store.max_attempts_kept = settings.max_attempts_kept
     plugins = await _build_plugins(store, run, settings, client)
     signals = _Signals(stop_signals)
+    # A dry run has no page for plugins to see.
+    use_plugins = bool(plugins.plugins) and settings.fetcher != "null"
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(plugins)  # closed last, after the worker's last report
         # robots.txt and sitemaps always go over plain HTTP.
@@ -172,7 +178,7 @@ async def crawl(
                 options=settings.worker_options(),
                 worker_id=worker_id,
                 robots_fetcher=plain,
-                plugins=plugins if plugins.plugins else None,
+                plugins=plugins if use_plugins else None,
             )
             client.bind(worker.polite_client)
             exit_reason = await _run_worker(store, run, worker, on_start, signals)
@@ -183,6 +189,9 @@ async def crawl(
         if current.status is RunStatus.RUNNING or current.status is RunStatus.PAUSED:
             await store.transition_run(run.id, RunStatus.STOPPED, reason="stopped by user")
     ended = await store.get_run(run.id)
+    if ended.scope is not None and ended.status.is_terminal:
+        # The registry remembers what this scan did on each domain, whatever its end.
+        await store.record_domain_scans(run.id)
     if ended.scope is not None and ended.status is RunStatus.COMPLETED:
         # A completed scan updates its scope's stale lifecycle. Every worker that sees the
         # end asks (and so do the supervisor and the next worker, should we die first);

@@ -77,7 +77,9 @@ class PageAttempts:
         dead_hosts: DeadHosts | None = None,
         sitemaps: SitemapReader | None = None,
         follow_offsite_seed_redirects: bool = False,
+        worker_id: str | None = None,
     ) -> None:
+        self.worker_id = worker_id
         self.store = store
         self.halted = halted
         self.claims = claims
@@ -96,12 +98,17 @@ class PageAttempts:
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
+        started = time.time()
         try:
-            return await self._attempt(lease)
+            outcome = await self._attempt(lease)
         except Halted:
             # Paused (or stopped) while this lease waited for its host's turn: it goes
             # back untried, and no request starts after the pause.
             return Deferral(lease, time.time())
+        if isinstance(outcome, Deferral):
+            return outcome
+        # The attempt's history row: when it ran, and on which worker.
+        return replace(outcome, started_at=started, ended_at=time.time(), worker_id=self.worker_id)
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
         if self.halted():
@@ -169,7 +176,8 @@ class PageAttempts:
         cut = self._parse_cut(body)
         if cut is not None:
             body = body[:cut]
-        return decode_html(body, result.headers.get("content-type", ""))
+        text, clean = decode_html_checked(body, result.headers.get("content-type", ""))
+        return text if clean else _Undecodable(text)
 
     def _parse_cut(self, body: bytes) -> int | None:
         """Where the parsed part of ``body`` ends (at a ``<``, so that no tag is cut in two
@@ -221,7 +229,9 @@ class PageAttempts:
         discovered = report.discovered
         room = len(produced.links) if self.max_links is None else self.max_links - len(links)
         if produced.links and room > 0:
-            extra = self.frontier.candidates(produced.links[:room], depth=lease.depth + 1)
+            extra = self.frontier.candidates(
+                produced.links[:room], depth=lease.depth + 1, found_from=lease.task_id
+            )
             discovered = (*discovered, *extra)
         errors = "; ".join(produced.errors)
         return replace(
@@ -390,6 +400,8 @@ class PageAttempts:
             final_url=result.final_url if result.final_url != lease.url else None,
             redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
         )
+        if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
+            return replace(base, ok=True), []
         if result.retryable:
             delay = self.retry.delay(lease.attempt_count)
             if result.retry_after is not None:
@@ -402,7 +414,9 @@ class PageAttempts:
         links: list[str] = []
         if result.outcome is FetchOutcome.SUCCESS and text is not None:
             links = self._links(text, result)
-            discovered = tuple(self.frontier.candidates(links, depth=lease.depth + 1))
+            discovered = tuple(
+                self.frontier.candidates(links, depth=lease.depth + 1, found_from=lease.task_id)
+            )
         report = replace(
             base,
             ok=True,
@@ -410,6 +424,15 @@ class PageAttempts:
             discovered=discovered,
             error=None if result.outcome is FetchOutcome.SUCCESS else describe(result),
         )
+        if result.outcome is FetchOutcome.SUCCESS and isinstance(text, _Undecodable):
+            # Recorded as what happened, not as a success: the links (almost always ASCII)
+            # are still followed, read with replacement characters.
+            charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
+            report = replace(
+                report,
+                outcome=FetchOutcome.UNDECODABLE.value,
+                error=f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}",
+            )
         return report, links
 
     def _links(self, text: str, result: FetchResult) -> PageLinks:
@@ -434,29 +457,54 @@ def _chained(url: str, result: FetchResult, chain: list[RedirectHop]) -> FetchRe
     return replace(result, url=url, final_url=final, redirects=(*chain, *result.redirects))
 
 
-def decode_html(body: bytes, content_type: str) -> str:
-    """Decode with the declared charset; unknown or wrong ones degrade to UTF-8 with
-    replacement characters instead of failing (links are almost always ASCII).
+class _Undecodable(str):
+    """Page text decoded with replacement characters: the body is not valid in its charset."""
 
-    A server names the codec: one that is no text encoding (``base64``, ``zlib``), or that
-    fails whatever the errors mode (``idna``, ``undefined``), is treated as unknown, and lone
-    surrogates (``unicode_escape`` makes them) become U+FFFD, so the text can be stored.
-    """
-    charset = "utf-8"
+    __slots__ = ()
+
+
+def declared_charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type, as the server wrote it."""
     for part in content_type.split(";")[1:]:
         key, _, value = part.partition("=")
         if key.strip().lower() == "charset" and value.strip():
-            charset = value.strip().strip("\"'")
+            return value.strip().strip("\"'")
+    return None
+
+
+def decode_html(body: bytes, content_type: str) -> str:
+    """Decode with the declared charset; see :func:`decode_html_checked`."""
+    return decode_html_checked(body, content_type)[0]
+
+
+def decode_html_checked(body: bytes, content_type: str) -> tuple[str, bool]:
+    """Decode with the declared charset, and say whether the body was valid in it.
+
+    Unknown or wrong charsets degrade to UTF-8 with replacement characters instead of
+    failing (links are almost always ASCII). A server names the codec: one that is no text
+    encoding (``base64``, ``zlib``), or that fails whatever the errors mode (``idna``,
+    ``undefined``), is treated as unknown, and lone surrogates (``unicode_escape`` makes
+    them) become U+FFFD, so the text can be stored.
+    """
     try:
-        codec = codecs.lookup(charset).name
+        codec = codecs.lookup(declared_charset(content_type) or "utf-8").name
     except LookupError:
         codec = "utf-8"
     if codec == "utf-8":
-        return body.decode("utf-8", errors="replace")  # never yields a surrogate
+        return _decode_utf8(body)
     try:
-        return without_surrogates(body.decode(codec, errors="replace"))
+        return without_surrogates(body.decode(codec)), True
+    except UnicodeDecodeError:
+        return without_surrogates(body.decode(codec, errors="replace")), False
     except (LookupError, ValueError):
-        return body.decode("utf-8", errors="replace")
+        return _decode_utf8(body)
+
+
+def _decode_utf8(body: bytes) -> tuple[str, bool]:
+    try:
+        return body.decode("utf-8"), True  # never yields a surrogate
+    except UnicodeDecodeError:
+        return body.decode("utf-8", errors="replace"), False
 
 
 def describe(result: FetchResult) -> str:

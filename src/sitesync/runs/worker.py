@@ -228,6 +228,7 @@ class CrawlWorker:
             if self.options.sitemaps
             else None,
             follow_offsite_seed_redirects=self.options.follow_offsite_seed_redirects,
+            worker_id=self.worker_id,
         )
         self._queue = HostDispatcher(self._limiter)
         self._held: Counter[str] = Counter()
@@ -472,6 +473,8 @@ class CrawlWorker:
                 outcome = TaskReport(
                     lease=lease,
                     ok=False,
+                    worker_id=self.worker_id,
+                    ended_at=time.time(),
                     error=f"internal error: {_one_line(exc)}",
                     retry_delay=self.options.retry.delay(lease.attempt_count),
                 )

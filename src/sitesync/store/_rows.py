@@ -9,7 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from sitesync.models import Domain, Run, RunConfig, RunCounters, RunStatus, Task, TaskState
+from sitesync.models import (
+    Attempt,
+    Domain,
+    DomainScan,
+    Run,
+    RunConfig,
+    RunCounters,
+    RunStatus,
+    Task,
+    TaskReport,
+    TaskState,
+)
+
+#: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.
+DEFAULT_MAX_ATTEMPTS_KEPT = 10
 
 _COUNTERS = (
     "pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched", "retries",
@@ -89,6 +103,77 @@ def task_from_row(row: Row, *, redirects: Iterable[Sequence[Any]]) -> Task:
         outcome=row["outcome"],
         final_url=row["final_url"],
         redirects=tuple((str(a), str(b), int(c)) for a, b, c in redirects),
+        found_from=_optional(row, "found_from"),
+        found_on=_optional(row, "found_on"),
+    )
+
+
+def _optional(row: Row, column: str) -> Any:
+    """A column only some queries select (``found_on`` is joined by ``get_task`` alone)."""
+    try:
+        return row[column]
+    except (KeyError, IndexError):
+        return None
+
+
+def attempt_rows(accepted: Sequence[TaskReport], now: float) -> list[dict[str, Any]]:
+    """The history rows of accepted reports (``Attempt``), one per report."""
+    return [
+        {
+            "task_id": report.lease.task_id,
+            "attempt": report.lease.attempt_count,
+            "started_at": report.started_at,
+            "ended_at": report.ended_at if report.ended_at is not None else now,
+            "worker_id": report.worker_id,
+            "outcome": report.outcome,
+            "http_status": report.http_status or None,
+            "error": report.error,
+            "bytes": report.bytes_fetched,
+            "redirect_hops": len(report.redirects),
+        }
+        for report in accepted
+    ]
+
+
+def prune_bounds(accepted: Sequence[TaskReport], keep: int) -> dict[int, int]:
+    """Tasks whose history outgrew ``keep`` attempts: task id -> last attempt to drop.
+
+    Empty for almost every batch (a task attempted at most ``keep`` times has nothing to
+    drop), so pruning costs nothing on the common path."""
+    return {
+        report.lease.task_id: report.lease.attempt_count - keep
+        for report in accepted
+        if report.lease.attempt_count > keep
+    }
+
+
+def attempt_from_row(row: Row) -> Attempt:
+    return Attempt(
+        task_id=row["task_id"],
+        attempt=row["attempt"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        worker_id=row["worker_id"],
+        outcome=row["outcome"],
+        http_status=row["http_status"],
+        error=row["error"],
+        bytes=row["bytes"],
+        redirect_hops=row["redirect_hops"],
+    )
+
+
+def domain_scan_from_row(row: Row) -> DomainScan:
+    return DomainScan(
+        host=row["host"],
+        run_id=row["run_id"],
+        scope=row["scope"],
+        run_status=row["run_status"],
+        host_status=row["host_status"],
+        pages=row["pages"],
+        errors=row["errors"],
+        assets_found=row["assets_found"],
+        assets_stored=row["assets_stored"],
+        finished_at=row["finished_at"],
     )
 
 

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from sitesync.models import (
+    Attempt,
     Claim,
     ClaimGrant,
     Domain,
+    DomainScan,
     HostAssets,
     HostBacklog,
     HostState,
@@ -40,6 +42,8 @@ from sitesync.models import (
 
 class FrontierStore(Protocol):
     """Tasks of runs: admission with dedup, leasing, reports, release."""
+
+    max_attempts_kept: int  # attempts kept per task (list_attempts); the oldest go first
 
     async def add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
         """Admit tasks as PENDING; return how many were new.
@@ -116,6 +120,11 @@ class FrontierStore(Protocol):
 
     async def count_tasks(self, run_id: int) -> dict[TaskState, int]:
         """Tasks per state, counted from the tasks themselves (slow; for checks and tests)."""
+        ...
+
+    async def list_attempts(self, task_id: int) -> list[Attempt]:
+        """The task's kept attempts, oldest first: every accepted report wrote one, in its
+        batch's transaction, and only the last ``max_attempts_kept`` are kept."""
         ...
 
 
@@ -317,6 +326,10 @@ class RecordStore(Protocol):
         """A kept body by its sha256, decompressed; None if no body has that hash."""
         ...
 
+    async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
+        """The version of each record the run first saw on the task's page, by key."""
+        ...
+
     async def run_assets(self, run_id: int) -> list[HostAssets]:
         """Assets found and stored in the run, per host of the pages they were found on."""
         ...
@@ -360,7 +373,8 @@ class SupervisionStore(Protocol):
 
 
 class RegistryStore(Protocol):
-    """Registered domains grouped in scopes, their scans and schedules."""
+    """Registered domains grouped in scopes, their scans (remembered per domain) and
+    schedules."""
 
     async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
         """Register hosts in ``scope`` (active; a known host moves to the scope).
@@ -405,6 +419,24 @@ class RegistryStore(Protocol):
         self, scope: str, *, next_run_at: float, last_run_id: int | None
     ) -> None:
         """Record a scan started by the schedule and when the next one is due."""
+        ...
+
+    async def delete_schedule(self, scope: str) -> bool:
+        """Scan ``scope`` on no cadence any more; False if it had no schedule."""
+        ...
+
+    async def record_domain_scans(self, run_id: int) -> int:
+        """Remember what the ended scan ``run_id`` did on each domain of its scope (pages,
+        errors, assets, its terminal status); again later, the numbers are rewritten.
+        Returns how many domains; 0 for a run without a scope."""
+        ...
+
+    async def latest_domain_scans(self, host: str | None = None) -> list[DomainScan]:
+        """Each registered domain's latest recorded scan (or only ``host``'s), by host."""
+        ...
+
+    async def domain_history(self, host: str) -> list[DomainScan]:
+        """Every recorded scan of ``host``, newest first."""
         ...
 
 

@@ -159,7 +159,11 @@ SELECT MIN(next_eligible_at) AS next_at
   FROM tasks WHERE run_id = %(run_id)s AND state = 'pending';
 
 -- name: select_task
-SELECT * FROM tasks WHERE run_id = %(run_id)s AND url = %(url)s;
+-- With the URL of the page that first linked to it.
+SELECT t.*, p.url AS found_on
+  FROM tasks AS t
+  LEFT JOIN tasks AS p ON p.id = t.found_from
+ WHERE t.run_id = %(run_id)s AND t.url = %(url)s;
 
 -- name: select_tasks
 SELECT * FROM tasks
@@ -213,13 +217,14 @@ SELECT * FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;
 -- are dropped before LIMIT, and so never count against the cap. LIMIT NULL = no cap.
 -- ON CONFLICT stays as the guarantee should a writer ever skip the run lock.
 WITH inserted AS (
-    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at)
+    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
+                       found_from)
     SELECT %(run_id)s, fresh.url, fresh.host, 'pending', fresh.depth, fresh.priority,
-           %(now)s, %(now)s
+           %(now)s, %(now)s, fresh.found_from
       FROM (SELECT DISTINCT ON (batch.url) batch.*
               FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
-                          %(priorities)s::integer[])
-                   WITH ORDINALITY AS batch (url, host, depth, priority, position)
+                          %(priorities)s::integer[], %(found_from)s::bigint[])
+                   WITH ORDINALITY AS batch (url, host, depth, priority, found_from, position)
              WHERE NOT EXISTS (SELECT 1 FROM tasks AS t
                                 WHERE t.run_id = %(run_id)s AND t.url = batch.url)
              ORDER BY batch.url, batch.position) AS fresh
@@ -250,3 +255,27 @@ SELECT version FROM schema_migrations ORDER BY version;
 
 -- name: insert_migration
 INSERT INTO schema_migrations (version, name, applied_at) VALUES (%(version)s, %(name)s, %(now)s);
+
+-- name: insert_attempts
+-- Every accepted attempt of a report batch in one statement. A task's attempt numbers
+-- never repeat; the upsert only guards a re-sent batch.
+INSERT INTO attempts (task_id, attempt, started_at, ended_at, worker_id, outcome,
+                      http_status, error, bytes, redirect_hops)
+SELECT * FROM unnest(%(task_ids)s::bigint[], %(attempts)s::integer[],
+                     %(started_at)s::double precision[], %(ended_at)s::double precision[],
+                     %(worker_ids)s::text[], %(outcomes)s::text[], %(http_statuses)s::integer[],
+                     %(errors)s::text[], %(bytes)s::bigint[], %(redirect_hops)s::bigint[])
+ON CONFLICT (task_id, attempt) DO UPDATE
+   SET started_at = excluded.started_at, ended_at = excluded.ended_at,
+       worker_id = excluded.worker_id, outcome = excluded.outcome,
+       http_status = excluded.http_status, error = excluded.error, bytes = excluded.bytes,
+       redirect_hops = excluded.redirect_hops;
+
+-- name: prune_attempts
+-- Only tasks past the bound: a range delete on the primary key per task.
+DELETE FROM attempts AS a
+ USING unnest(%(task_ids)s::bigint[], %(oldest_dropped)s::integer[]) AS p (task_id, upto)
+ WHERE a.task_id = p.task_id AND a.attempt <= p.upto;
+
+-- name: select_attempts
+SELECT * FROM attempts WHERE task_id = %(task_id)s ORDER BY attempt;

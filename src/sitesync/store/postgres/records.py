@@ -149,6 +149,11 @@ class PostgresRecords:
         rows = await self._read("select_run_records", {"run_id": run_id, "kind": kind})
         return [version_from_row(row, row["data"]) for row in rows]
 
+    async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
+        params = {"run_id": run_id, "task_id": task_id}
+        rows = await self._read("select_task_records", params)
+        return [version_from_row(row, row["data"]) for row in rows]
+
     async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
         async def work(conn: Conn) -> RunDiff:
             # One transaction: the three answers describe one moment.

@@ -17,7 +17,8 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from sitesync.errors import ScanConflict, StoreError
-from sitesync.models import Domain, Run, RunConfig, ScanSummary, Schedule
+from sitesync.models import Domain, DomainScan, Run, RunConfig, ScanSummary, Schedule
+from sitesync.store._rows import domain_scan_from_row
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
 from sitesync.store.postgres._rows import domain_from_row, run_from_row
@@ -142,3 +143,26 @@ class PostgresRegistry:
     ) -> None:
         params = {"scope": scope, "next_run_at": next_run_at, "last_run_id": last_run_id}
         await self._registry_exec("advance_schedule", params)
+
+    async def delete_schedule(self, scope: str) -> bool:
+        async def work(conn: Conn) -> bool:
+            return (await conn.execute(_Q["delete_schedule"], {"scope": scope})).rowcount > 0
+
+        return await self._transaction(work)
+
+    # -- the registry across scans --------------------------------------------------------
+
+    async def record_domain_scans(self, run_id: int) -> int:
+        async def work(conn: Conn) -> int:
+            params = {"run_id": run_id, "now": self._clock()}
+            return (await conn.execute(_Q["record_domain_scans"], params)).rowcount
+
+        return await self._transaction(work)
+
+    async def latest_domain_scans(self, host: str | None = None) -> list[DomainScan]:
+        rows = await self._registry_rows("select_latest_domain_scans", {"host": host})
+        return [domain_scan_from_row(row) for row in rows]
+
+    async def domain_history(self, host: str) -> list[DomainScan]:
+        rows = await self._registry_rows("select_domain_history", {"host": host})
+        return [domain_scan_from_row(row) for row in rows]

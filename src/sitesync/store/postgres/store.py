@@ -30,6 +30,7 @@ from psycopg_pool import AsyncConnectionPool
 from sitesync.errors import IllegalTransition, RunNotFound, StoreError
 from sitesync.models import (
     RUN_TRANSITIONS,
+    Attempt,
     Domain,
     Lease,
     NewTask,
@@ -42,7 +43,14 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
-from sitesync.store._rows import candidate_scan, pick_per_host
+from sitesync.store._rows import (
+    DEFAULT_MAX_ATTEMPTS_KEPT,
+    attempt_from_row,
+    attempt_rows,
+    candidate_scan,
+    pick_per_host,
+    prune_bounds,
+)
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import (
     Conn,
@@ -87,6 +95,8 @@ class PostgresStore(
     PostgresRegistry,
 ):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""
+
+    max_attempts_kept: int = DEFAULT_MAX_ATTEMPTS_KEPT
 
     def __init__(
         self,
@@ -392,12 +402,14 @@ class PostgresStore(
             )
             delta["retries"] = 0
             discovered: list[NewTask] = []
+            accepted: list[TaskReport] = []
             for report in reports:
                 state = await _record(conn, report, run.config.max_retries, now)
                 if state is None:
                     verdicts.append(ReportVerdict.LEASE_LOST)
                     continue
                 verdicts.append(ReportVerdict.ACCEPTED)
+                accepted.append(report)
                 # Only with a final answer (completed, or failed for good): a retried
                 # attempt's records come again with the attempt that ends it.
                 if report.records and state is not TaskState.PENDING:
@@ -412,11 +424,18 @@ class PostgresStore(
                 discovered.extend(report.discovered)
             if any(delta.values()):
                 await conn.execute(_Q["move_counters"], counter_delta(run_id, now, **delta))
+            await _keep_attempts(conn, accepted, self.max_attempts_kept, now)
             # move_counters leaves tasks_total alone, so the locked row's value still holds
             await _admit(conn, run, discovered, now)
             return verdicts
 
         return await self._transaction(work)
+
+    async def list_attempts(self, task_id: int) -> list[Attempt]:
+        return [
+            attempt_from_row(row)
+            for row in await self._rows("select_attempts", {"task_id": task_id})
+        ]
 
     async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
         async def work(conn: Conn) -> int:
@@ -505,6 +524,7 @@ async def _admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> 
         "hosts": [task.host for task in tasks],
         "depths": [task.depth for task in tasks],
         "priorities": [task.priority for task in tasks],
+        "found_from": [task.found_from for task in tasks],
         "room": room,
         "now": now,
     }
@@ -518,6 +538,26 @@ async def _admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> 
             delta = counter_delta(run.id, now, pending=-ended, failed=ended)
             await conn.execute(_Q["move_counters"], delta)
     return admitted
+
+
+async def _keep_attempts(conn: Conn, accepted: Sequence[TaskReport], keep: int, now: float) -> None:
+    """The batch's attempt history in one statement; a prune only for tasks past the bound."""
+    if not accepted:
+        return
+    rows = attempt_rows(accepted, now)
+    columns = {
+        "task_ids": "task_id", "attempts": "attempt", "started_at": "started_at",
+        "ended_at": "ended_at", "worker_ids": "worker_id", "outcomes": "outcome",
+        "http_statuses": "http_status", "errors": "error", "bytes": "bytes",
+        "redirect_hops": "redirect_hops",
+    }  # fmt: skip
+    await conn.execute(
+        _Q["insert_attempts"], {param: [row[col] for row in rows] for param, col in columns.items()}
+    )
+    bounds = prune_bounds(accepted, keep)
+    if bounds:
+        params = {"task_ids": list(bounds), "oldest_dropped": list(bounds.values())}
+        await conn.execute(_Q["prune_attempts"], params)
 
 
 async def _record(conn: Conn, report: TaskReport, max_retries: int, now: float) -> TaskState | None:

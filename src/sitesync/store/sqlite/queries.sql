@@ -27,8 +27,9 @@ UPDATE runs
 -- name: insert_task
 -- ON CONFLICT DO NOTHING is the dedup pre-flight: a URL already in the run, in any
 -- state, is discarded without error and without touching the existing row.
-INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at)
-VALUES (:run_id, :url, :host, 'pending', :depth, :priority, :now, :now)
+INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
+                   found_from)
+VALUES (:run_id, :url, :host, 'pending', :depth, :priority, :now, :now, :found_from)
 ON CONFLICT (run_id, url) DO NOTHING;
 
 -- name: add_admitted
@@ -153,7 +154,11 @@ UPDATE tasks
 SELECT MIN(next_eligible_at) FROM tasks WHERE run_id = :run_id AND state = 'pending';
 
 -- name: select_task
-SELECT * FROM tasks WHERE run_id = :run_id AND url = :url;
+-- With the URL of the page that first linked to it.
+SELECT t.*, p.url AS found_on
+  FROM tasks AS t
+  LEFT JOIN tasks AS p ON p.id = t.found_from
+ WHERE t.run_id = :run_id AND t.url = :url;
 
 -- name: select_tasks
 SELECT * FROM tasks
@@ -180,3 +185,18 @@ ON CONFLICT (host) DO UPDATE
    SET canonical_host = excluded.canonical_host,
        aliases = excluded.aliases,
        updated_at = excluded.updated_at;
+
+-- name: insert_attempt
+-- One row per accepted attempt (executemany: one call per report batch). A task's
+-- attempt numbers never repeat; REPLACE only guards a re-sent batch.
+INSERT OR REPLACE INTO attempts (task_id, attempt, started_at, ended_at, worker_id, outcome,
+                                 http_status, error, bytes, redirect_hops)
+VALUES (:task_id, :attempt, :started_at, :ended_at, :worker_id, :outcome, :http_status,
+        :error, :bytes, :redirect_hops);
+
+-- name: prune_attempts
+-- Only for a task past the bound: a range delete on the primary key.
+DELETE FROM attempts WHERE task_id = :task_id AND attempt <= :oldest_dropped;
+
+-- name: select_attempts
+SELECT * FROM attempts WHERE task_id = :task_id ORDER BY attempt;

@@ -169,6 +169,11 @@ class SqliteRecords:
         rows = await self._call(self._rows, "select_run_records", params)
         return [version_from_row(row, json.loads(row["data"])) for row in rows]
 
+    async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
+        params = {"run_id": run_id, "task_id": task_id}
+        rows = await self._call(self._rows, "select_task_records", params)
+        return [version_from_row(row, json.loads(row["data"])) for row in rows]
+
     async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
         return await self._call(self._diff_runs, run_a, run_b)
 

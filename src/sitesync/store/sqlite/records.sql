@@ -102,3 +102,14 @@ SELECT compression, data FROM record_bodies WHERE content_hash = :content_hash;
 SELECT host, assets_found, assets_stored FROM run_host_assets
  WHERE run_id = :run_id
  ORDER BY host;
+
+-- name: select_task_records
+-- The records a run first saw on one page (sitesync why): a range of the run's sightings,
+-- no index of its own (a diagnostic read, not worth its bytes per sighting).
+SELECT r.key, r.kind, r.url, v.version, v.run_id, v.content_hash, v.similarity, v.body_hash,
+       v.body_size, v.body_note, v.data, v.created_at
+  FROM record_seen AS s
+  JOIN records AS r ON r.id = s.record_id
+  JOIN record_versions AS v ON v.record_id = s.record_id AND v.version = s.version
+ WHERE s.run_id = :run_id AND s.task_id = :task_id
+ ORDER BY r.key;

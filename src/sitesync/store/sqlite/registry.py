@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.errors import ScanConflict
-from sitesync.models import Domain, Run, RunConfig, ScanSummary, Schedule
+from sitesync.models import Domain, DomainScan, Run, RunConfig, ScanSummary, Schedule
+from sitesync.store._rows import domain_scan_from_row
 from sitesync.store._sql import load_queries
 
 T = TypeVar("T")
@@ -137,6 +138,34 @@ class SqliteRegistry:
     ) -> None:
         params = {"scope": scope, "next_run_at": next_run_at, "last_run_id": last_run_id}
         await self._call(self._exec_registry, "advance_schedule", params)
+
+    async def delete_schedule(self, scope: str) -> bool:
+        return await self._call(self._delete_schedule, scope)
+
+    def _delete_schedule(self, scope: str) -> bool:
+        with self._write() as conn:
+            return conn.execute(_Q["delete_schedule"], {"scope": scope}).rowcount > 0
+
+    # -- the registry across scans --------------------------------------------------------
+
+    async def record_domain_scans(self, run_id: int) -> int:
+        return await self._call(self._record_domain_scans, run_id)
+
+    def _record_domain_scans(self, run_id: int) -> int:
+        with self._write() as conn:
+            params = {"run_id": run_id, "now": self._clock()}
+            return conn.execute(_Q["record_domain_scans"], params).rowcount
+
+    async def latest_domain_scans(self, host: str | None = None) -> list[DomainScan]:
+        return await self._call(self._scans, "select_latest_domain_scans", host)
+
+    async def domain_history(self, host: str) -> list[DomainScan]:
+        return await self._call(self._scans, "select_domain_history", host)
+
+    def _scans(self, query: str, host: str | None) -> list[DomainScan]:
+        with self._errors():
+            rows = self._connection().execute(_Q[query], {"host": host}).fetchall()
+        return [domain_scan_from_row(row) for row in rows]
 
     def _exec_registry(self, query: str, params: dict[str, Any]) -> None:
         with self._write() as conn:

@@ -84,3 +84,44 @@ UPDATE schedules
    SET next_run_at = :next_run_at, last_run_id = COALESCE(:last_run_id, last_run_id),
        updated_at = :now
  WHERE scope = :scope;
+
+-- name: record_domain_scans
+-- What a finished scan did on each domain of its scope, counted from the run's per-host
+-- counters and assets (the domain's own host and its canonical host). A later worker seeing
+-- the same end rewrites the row with the same or fuller numbers.
+INSERT INTO domain_scans (host, run_id, scope, run_status, host_status, pages, errors,
+                          assets_found, assets_stored, finished_at)
+SELECT d.host, r.id, r.scope, r.status,
+       (SELECT h.status FROM run_hosts AS h
+         WHERE h.run_id = r.id AND h.host IN (d.host, d.canonical_host)
+         ORDER BY h.host = d.host DESC LIMIT 1),
+       COALESCE((SELECT SUM(h.pages_crawled) FROM run_hosts AS h
+                  WHERE h.run_id = r.id AND h.host IN (d.host, d.canonical_host)), 0),
+       COALESCE((SELECT SUM(h.errors) FROM run_hosts AS h
+                  WHERE h.run_id = r.id AND h.host IN (d.host, d.canonical_host)), 0),
+       COALESCE((SELECT SUM(a.assets_found) FROM run_host_assets AS a
+                  WHERE a.run_id = r.id AND a.host IN (d.host, d.canonical_host)), 0),
+       COALESCE((SELECT SUM(a.assets_stored) FROM run_host_assets AS a
+                  WHERE a.run_id = r.id AND a.host IN (d.host, d.canonical_host)), 0),
+       COALESCE(r.ended_at, :now)
+  FROM runs AS r
+  JOIN domains AS d ON d.scope = r.scope
+ WHERE r.id = :run_id AND r.scope IS NOT NULL
+ON CONFLICT (host, run_id) DO UPDATE
+   SET run_status = excluded.run_status, host_status = excluded.host_status,
+       pages = excluded.pages, errors = excluded.errors,
+       assets_found = excluded.assets_found, assets_stored = excluded.assets_stored,
+       finished_at = excluded.finished_at;
+
+-- name: select_domain_history
+SELECT * FROM domain_scans WHERE host = :host ORDER BY run_id DESC;
+
+-- name: select_latest_domain_scans
+-- Each domain's latest scan: one primary-key probe per domain.
+SELECT s.* FROM domain_scans AS s
+ WHERE (:host IS NULL OR s.host = :host)
+   AND s.run_id = (SELECT MAX(o.run_id) FROM domain_scans AS o WHERE o.host = s.host)
+ ORDER BY s.host;
+
+-- name: delete_schedule
+DELETE FROM schedules WHERE scope = :scope;

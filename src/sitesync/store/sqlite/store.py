@@ -32,6 +32,7 @@ from sitesync.errors import (
 )
 from sitesync.models import (
     RUN_TRANSITIONS,
+    Attempt,
     Domain,
     Lease,
     NewTask,
@@ -45,7 +46,15 @@ from sitesync.models import (
 )
 from sitesync.store import _rows as _shared
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
-from sitesync.store._rows import candidate_scan, counter_delta, pick_per_host
+from sitesync.store._rows import (
+    DEFAULT_MAX_ATTEMPTS_KEPT,
+    attempt_from_row,
+    attempt_rows,
+    candidate_scan,
+    counter_delta,
+    pick_per_host,
+    prune_bounds,
+)
 from sitesync.store._sql import load_migrations, load_queries, refuse_newer
 from sitesync.store.sqlite.coordination import SqliteCoordination, end_tasks_of_ended_hosts
 from sitesync.store.sqlite.overview import SqliteOverview
@@ -62,6 +71,8 @@ class SqliteStore(
     SqliteRecords, SqliteCoordination, SqliteSupervision, SqliteOverview, SqliteRegistry
 ):
     """All store interfaces on one SQLite file."""
+
+    max_attempts_kept: int = DEFAULT_MAX_ATTEMPTS_KEPT
 
     def __init__(
         self,
@@ -451,6 +462,7 @@ class SqliteStore(
         )
         delta["retries"] = 0
         discovered: list[NewTask] = []
+        accepted: list[TaskReport] = []
         with self._write() as conn:
             max_retries = self._select_run(conn, run_id).config.max_retries
             for report in reports:
@@ -459,6 +471,7 @@ class SqliteStore(
                     verdicts.append(ReportVerdict.LEASE_LOST)
                     continue
                 verdicts.append(ReportVerdict.ACCEPTED)
+                accepted.append(report)
                 # Only with a final answer (completed, or failed for good): a retried
                 # attempt's records come again with the attempt that ends it.
                 if report.records and state is not TaskState.PENDING:
@@ -473,8 +486,30 @@ class SqliteStore(
                 discovered.extend(report.discovered)
             if any(delta.values()):
                 conn.execute(_Q["move_counters"], counter_delta(run_id, now, **delta))
+            self._keep_attempts(conn, accepted, now)
             self._admit(conn, run_id, discovered, now)
         return verdicts
+
+    def _keep_attempts(
+        self, conn: sqlite3.Connection, accepted: Sequence[TaskReport], now: float
+    ) -> None:
+        """The batch's attempt history: one executemany, and a prune only for tasks past
+        the bound."""
+        if not accepted:
+            return
+        conn.executemany(_Q["insert_attempt"], attempt_rows(accepted, now))
+        for task_id, oldest_dropped in prune_bounds(accepted, self.max_attempts_kept).items():
+            conn.execute(
+                _Q["prune_attempts"], {"task_id": task_id, "oldest_dropped": oldest_dropped}
+            )
+
+    async def list_attempts(self, task_id: int) -> list[Attempt]:
+        return await self._call(self._list_attempts, task_id)
+
+    def _list_attempts(self, task_id: int) -> list[Attempt]:
+        with self._errors():
+            rows = self._connection().execute(_Q["select_attempts"], {"task_id": task_id})
+            return [attempt_from_row(row) for row in rows.fetchall()]
 
     @staticmethod
     def _record(
@@ -636,6 +671,7 @@ def _task_rows(run_id: int, tasks: Sequence[NewTask], now: float) -> Iterator[di
             "host": task.host,
             "depth": task.depth,
             "priority": task.priority,
+            "found_from": task.found_from,
             "now": now,
         }
 
