@@ -18,6 +18,7 @@ from sitesync.cli import records as _records
 from sitesync.cli import runs as _runs
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
+from sitesync.cli import why as _why
 from sitesync.cli._common import LogFormatter, plain_console, styled
 from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
 from sitesync.redact import redact
@@ -51,6 +52,7 @@ app.command("history")(_records.history_command)
 app.command("diff")(_records.diff_command)
 app.command("records")(_records.records_command)
 app.command("export")(_export.export_command)
+app.command("why")(_why.why_command)
 
 err_console = plain_console(stderr=True)
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -33,7 +34,7 @@ from sitesync.cli.crawl import crawl_and_report
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError, InvalidURL, ScanConflict
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
-from sitesync.models import Domain, Schedule
+from sitesync.models import Domain, DomainScan, Schedule
 from sitesync.runs.crawl import CrawlRequest
 from sitesync.runs.scans import schedule_scan, start_scan
 from sitesync.store import Store
@@ -208,15 +209,61 @@ def list_command(
     if not domains:
         console.print("no registered domains match: add some with 'sitesync domains import'")
         return
-    console.print(domains_table(domains))
+    latest = with_store(settings.db, lambda store: store.latest_domain_scans())
+    console.print(domains_table(domains, {scan.host: scan for scan in latest}))
 
 
-def domains_table(domains: list[Domain]) -> Table:
+@domains_app.command("show")
+def show_command(
+    domain: Annotated[str, typer.Argument(help="The registered domain (host[:port]).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """One domain: its registry state and every scan of it (pages, errors, assets, status)."""
+    settings = load_settings(db=db)
+    host = normalize_domain(domain)
+
+    async def work(store: Store) -> tuple[Domain | None, list[DomainScan]]:
+        return await store.get_domain(host), await store.domain_history(host)
+
+    found, history = with_store(settings.db, work)
+    if found is None:
+        raise ConfigError(f"no domain {host} in the registry: 'sitesync domains list' shows them")
+    if as_json:
+        typer.echo(json.dumps({"domain": asdict(found), "scans": [asdict(s) for s in history]}))
+        return
+    console.print(domains_table([found], {s.host: s for s in history[:1]}))
+    if not history:
+        console.print(f"no scan of {host} has ended yet")
+        return
+    table = Table(title=f"scans of {host}, newest first")
+    for column in ("run", "scope", "scan status", "host status", "pages", "errors",
+                   "assets found", "assets stored", "ended"):  # fmt: skip
+        table.add_column(
+            column,
+            justify="left" if "status" in column or column in ("scope", "ended") else "right",
+        )
+    for scan in history:
+        table.add_row(
+            str(scan.run_id), scan.scope or "-", scan.run_status, scan.host_status or "-",
+            str(scan.pages), str(scan.errors), str(scan.assets_found), str(scan.assets_stored),
+            format_time(scan.finished_at),
+        )  # fmt: skip
+    console.print(table)
+
+
+def domains_table(domains: list[Domain], latest: dict[str, DomainScan] | None = None) -> Table:
+    latest = latest or {}
     table = Table(title=f"{len(domains)} registered domains")
     for column in ("host", "scope", "active", "stale", "streak", "canonical host", "aliases",
-                   "last run", "last crawled"):  # fmt: skip
-        table.add_column(column, justify="right" if column in ("streak", "last run") else "left")
+                   "last run", "last crawled", "last scan", "pages", "errors",
+                   "assets found/stored"):  # fmt: skip
+        table.add_column(
+            column,
+            justify="right" if column in ("streak", "last run", "pages", "errors") else "left",
+        )
     for domain in domains:
+        scan = latest.get(domain.host)
         table.add_row(
             domain.host,
             domain.scope or "-",
@@ -227,6 +274,10 @@ def domains_table(domains: list[Domain]) -> Table:
             ", ".join(domain.aliases) or "-",
             str(domain.last_run_id) if domain.last_run_id is not None else "-",
             format_time(domain.last_crawled_at),
+            "-" if scan is None else f"{scan.run_status} (run {scan.run_id})",
+            "-" if scan is None else str(scan.pages),
+            "-" if scan is None else str(scan.errors),
+            "-" if scan is None else f"{scan.assets_found}/{scan.assets_stored}",
         )
     return table
 
@@ -285,13 +336,24 @@ def schedule_command(
         typer.Option(help="Cron expression, 5 fields, in UTC. [scan_cadence: '0 3 1 * *']"),
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List every schedule.")] = False,
+    delete: Annotated[
+        bool, typer.Option("--delete", help="Delete SCOPE's schedule (no more scans).")
+    ] = False,
     db: DbOption = None,
 ) -> None:
-    """Scan a scope on a cadence (set or replace its schedule), or list the schedules.
+    """Scan a scope on a cadence (set or replace its schedule), list the schedules, or
+    delete one (--delete SCOPE).
 
     'sitesync supervise' starts each scan when it is due.
     """
     settings = load_settings(db=db)
+    if delete:
+        if scope is None or cadence is not None or list_:
+            raise ConfigError("--delete takes a SCOPE only: sitesync schedule --delete SCOPE")
+        if not with_store(settings.db, lambda store: store.delete_schedule(scope)):
+            raise ConfigError(f"scope {scope!r} has no schedule: 'sitesync schedule --list'")
+        console.print(f"schedule of scope {scope!r} deleted", highlight=False, soft_wrap=True)
+        return
     if list_ or scope is None:
         if scope is not None or cadence is not None:
             raise ConfigError("give either --list, or a SCOPE (and optionally --cadence)")

@@ -185,3 +185,43 @@ def _robots_redirects(origin: str) -> FollowPolicy:
         return hops <= MAX_ROBOTS_REDIRECTS and same_site(host, url_host(target))
 
     return may_follow
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRule:
+    """Which robots.txt group and rule decide a URL (``sitesync why``)."""
+
+    allowed: bool
+    group: str | None  # the User-agent line of the group that applies; None: no group
+    rule: str | None  # "Disallow: /private"; None: no rule matches (allowed)
+
+
+def robots_product_token(user_agent: str) -> str:
+    """The token robots.txt groups are matched on: the User-Agent's first word."""
+    return user_agent.split("/", 1)[0].split()[0] if user_agent.strip() else "*"
+
+
+def explain_robots(body: str, url: str, user_agent: str) -> RobotsRule:
+    """The group and rule of ``body`` that decide ``url`` for ``user_agent``.
+
+    protego gives only the verdict; the group and rule are read from its parsed rule set
+    (longest match, allow winning a tie, as it decides). Should its internals change, the
+    verdict is still given, without the rule.
+    """
+    rules = Protego.parse(body)
+    agent = robots_product_token(user_agent)
+    allowed = rules.can_fetch(url, agent)
+    try:
+        group = rules._get_matching_rule_set(agent)
+        if group is None:
+            return RobotsRule(allowed, None, None)
+        from protego._utils import _quote_path
+
+        path = _quote_path(url)
+        for rule in group._rules:  # sorted by priority, as protego matches them
+            if rule.value.match(path):
+                name = "Disallow" if rule.field == "disallow" else "Allow"
+                return RobotsRule(allowed, group.user_agent, f"{name}: {rule.value._pattern}")
+        return RobotsRule(allowed, group.user_agent, None)
+    except (AttributeError, ImportError, TypeError):
+        return RobotsRule(allowed, None, None)

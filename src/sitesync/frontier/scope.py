@@ -47,6 +47,35 @@ class Scope:
         """Whether ``host`` is under one of ``allowed_domains`` (named by the operator)."""
         return self._domain_allowed(host)
 
+    def explain(self, url: str, host: str, depth: int | None) -> tuple[bool, str]:
+        """What :meth:`admits` decides, and the rule that decided it (``sitesync why``).
+
+        ``depth`` None: the depth is unknown (the URL was never linked); it is not checked.
+        """
+        if depth is not None and self.max_depth is not None and depth > self.max_depth:
+            return False, f"too deep: depth {depth} > max_depth {self.max_depth}"
+        if host in self.seed_hosts:
+            rule = f"host {host} is a seed host"
+        elif self._domain_allowed(host):
+            rule = f"host {host} is under --allowed-domains"
+        else:
+            hosts = ", ".join(sorted(self.seed_hosts))
+            return False, f"out of scope: host {host} is not a seed host ({hosts}) " + (
+                "nor under --allowed-domains " + ", ".join(self.allowed_domains)
+                if self.allowed_domains
+                else "and no --allowed-domains is set"
+            )
+        if self.include:
+            matched = next((p.pattern for p in self.include if p.search(url)), None)
+            if matched is None:
+                patterns = ", ".join(repr(p.pattern) for p in self.include)
+                return False, f"out of scope: no --include pattern matches ({patterns})"
+            rule += f"; --include {matched!r} matches"
+        for pattern in self.exclude:
+            if pattern.search(url):
+                return False, f"excluded by pattern {pattern.pattern!r} (--exclude)"
+        return True, rule
+
     def _domain_allowed(self, host: str) -> bool:
         if not self.allowed_domains:
             return False

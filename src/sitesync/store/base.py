@@ -330,6 +330,11 @@ class RecordStore(Protocol):
         """The version of each record the run first saw on the task's page, by key."""
         ...
 
+    async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
+        """URLs of the run's pages whose ``links`` record lists ``url`` (normalized), first
+        seen first. A scan of the run's links records: for diagnostics, not the crawl."""
+        ...
+
     async def run_assets(self, run_id: int) -> list[HostAssets]:
         """Assets found and stored in the run, per host of the pages they were found on."""
         ...

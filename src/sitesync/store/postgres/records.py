@@ -154,6 +154,10 @@ class PostgresRecords:
         rows = await self._read("select_task_records", params)
         return [version_from_row(row, row["data"]) for row in rows]
 
+    async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
+        params = {"run_id": run_id, "url": url, "limit": limit}
+        return [row["url"] for row in await self._read("select_pages_linking_to", params)]
+
     async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
         async def work(conn: Conn) -> RunDiff:
             # One transaction: the three answers describe one moment.

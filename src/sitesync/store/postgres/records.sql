@@ -123,3 +123,16 @@ SELECT r.key, r.kind, r.url, v.version, v.run_id, v.content_hash, v.similarity, 
   JOIN record_versions AS v ON v.record_id = s.record_id AND v.version = s.version
  WHERE s.run_id = %(run_id)s AND s.task_id = %(task_id)s
  ORDER BY r.key COLLATE "C";
+
+-- name: select_pages_linking_to
+-- Pages of the run whose links record lists the URL (sitesync why of a URL never
+-- admitted): a scan of the run's links records, for a diagnostic, not the crawl.
+SELECT r.url
+  FROM record_seen AS s
+  JOIN records AS r ON r.id = s.record_id AND r.kind = 'links'
+  JOIN record_versions AS v ON v.record_id = s.record_id AND v.version = s.version
+ WHERE s.run_id = %(run_id)s
+   AND (v.data -> 'internal' @> jsonb_build_array(%(url)s::text)
+        OR v.data -> 'external' @> jsonb_build_array(%(url)s::text))
+ ORDER BY s.seen_at
+ LIMIT %(limit)s;

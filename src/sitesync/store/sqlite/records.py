@@ -174,6 +174,12 @@ class SqliteRecords:
         rows = await self._call(self._rows, "select_task_records", params)
         return [version_from_row(row, json.loads(row["data"])) for row in rows]
 
+    async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
+        params = {"run_id": run_id, "url": url, "limit": limit}
+        return [
+            row["url"] for row in await self._call(self._rows, "select_pages_linking_to", params)
+        ]
+
     async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
         return await self._call(self._diff_runs, run_a, run_b)
 

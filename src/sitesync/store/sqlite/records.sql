@@ -113,3 +113,16 @@ SELECT r.key, r.kind, r.url, v.version, v.run_id, v.content_hash, v.similarity, 
   JOIN record_versions AS v ON v.record_id = s.record_id AND v.version = s.version
  WHERE s.run_id = :run_id AND s.task_id = :task_id
  ORDER BY r.key;
+
+-- name: select_pages_linking_to
+-- Pages of the run whose links record lists the URL (sitesync why of a URL never
+-- admitted): a scan of the run's links records, for a diagnostic, not the crawl.
+SELECT r.url
+  FROM record_seen AS s
+  JOIN records AS r ON r.id = s.record_id AND r.kind = 'links'
+  JOIN record_versions AS v ON v.record_id = s.record_id AND v.version = s.version
+ WHERE s.run_id = :run_id
+   AND (EXISTS (SELECT 1 FROM json_each(v.data, '$.internal') AS j WHERE j.value = :url)
+        OR EXISTS (SELECT 1 FROM json_each(v.data, '$.external') AS j WHERE j.value = :url))
+ ORDER BY s.seen_at
+ LIMIT :limit;

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import Response
 
+from sitesync.errors import InvalidURL
 from sitesync.web.metrics import CONTENT_TYPE, gather_run_metrics, render
 from sitesync.web.overview import Action, Overview
 from sitesync.web.schema import (
@@ -19,6 +20,7 @@ from sitesync.web.schema import (
     StatusOverview,
 )
 from sitesync.web.state import dashboard_of
+from sitesync.why import explain_url
 
 router = APIRouter()
 
@@ -76,6 +78,26 @@ async def get_redirects(
 async def get_navigation(overview: OverviewDep, run_id: RunId) -> RunNavigation:
     """The navigation sampler's records of the run: per site, up to 10 navigational URLs."""
     return await overview.navigation(run_id)
+
+
+@router.get("/api/runs/{run_id}/why", tags=["runs"], responses=_NOT_FOUND)
+async def get_why(
+    request: Request,
+    run_id: RunId,
+    url: Annotated[str, Query(min_length=1, description="The URL, normalized or not.")],
+) -> dict[str, Any]:
+    """A URL's whole story in the run, as ``sitesync why URL --run ID --json`` tells it."""
+    dashboard = dashboard_of(request)
+    try:
+        return await explain_url(
+            dashboard.store,
+            url,
+            run_id=run_id,
+            user_agent=dashboard.settings.user_agent,
+            robots_recheck_seconds=dashboard.settings.robots_recheck_seconds,
+        )
+    except InvalidURL as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from exc
 
 
 @router.post(

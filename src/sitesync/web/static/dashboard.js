@@ -181,6 +181,15 @@ function renderChart(samples) {
     ? `${fmt.time(samples[0].at)} – ${fmt.time(samples[samples.length - 1].at)}` : "";
 }
 
+// One click from a failed URL to its whole story (attempts, robots, scope, where found).
+function whyLink(runId, url) {
+  const link = el("a", " why", "why-link");
+  link.href = `/api/runs/${runId}/why?url=${encodeURIComponent(url)}`;
+  link.target = "_blank";
+  link.rel = "noopener";
+  return link;
+}
+
 function renderErrors(errors) {
   $("errors-total").textContent = `(${fmt.int(errors.failed)} failed)`;
   const groups = errors.groups.map((group) => {
@@ -190,6 +199,7 @@ function renderErrors(errors) {
     for (const failed of group.recent) {
       const item = el("li");
       item.appendChild(el("code", failed.url));
+      item.appendChild(whyLink(errors.run_id, failed.url));
       item.appendChild(el("span", ` ${failed.last_error || ""} (${failed.attempts} attempts)`, "muted"));
       list.appendChild(item);
     }
