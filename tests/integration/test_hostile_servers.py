@@ -256,8 +256,18 @@ async def test_binary_served_as_html_and_bad_charsets_are_recorded(
     task = await crawl_one(site, tmp_path / "a", "/binary")
     assert task.state is TaskState.COMPLETED and task.outcome == "invalid"
     assert "binary content served as text/html" in (task.last_error or "")
+    # Not valid in the charset it falls back to (UTF-8): its own outcome, not a success.
     task = await crawl_one(site, tmp_path / "b", "/mislabelled")
-    assert task.state is TaskState.COMPLETED and task.outcome == "success"
+    assert task.state is TaskState.COMPLETED and task.outcome == "undecodable"
+    assert task.last_error == "undecodable: body is not valid no-such"
+
+    async def latin1(request: web.Request) -> web.StreamResponse:
+        body = '<a href="/p/1.html">caf\u00e9</a>'.encode("latin-1")
+        return web.Response(body=body, headers={"Content-Type": "text/html; charset=latin-1"})
+
+    site.set_handler("/latin1", latin1)  # the same bytes, declared right: a success
+    task = await crawl_one(site, tmp_path / "c", "/latin1")
+    assert task.outcome == "success" and task.last_error is None
 
 
 # -- statuses, retries, Retry-After ---------------------------------------------------------

@@ -137,7 +137,9 @@ def test_why_of_a_bad_url_or_unknown_run_is_one_line(tmp_path: Path) -> None:
     assert process.returncode == 1 and "error:" in err and "Traceback" not in err
 
 
-async def test_the_api_answers_why_as_the_cli_does(story_site: LoopbackSite, tmp_path: Path) -> None:
+async def test_the_api_answers_why_as_the_cli_does(
+    story_site: LoopbackSite, tmp_path: Path
+) -> None:
     db = str(tmp_path / "crawl.db")
     root = story_site.root_urls[0]
     crawl(db, root)

@@ -10,6 +10,7 @@ import codecs
 import contextlib
 import logging
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -493,10 +494,16 @@ def decode_html_checked(body: bytes, content_type: str) -> tuple[str, bool]:
     if codec == "utf-8":
         return _decode_utf8(body)
     try:
-        return without_surrogates(body.decode(codec)), True
+        with warnings.catch_warnings():  # unicode_escape warns of escapes it will refuse
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return without_surrogates(body.decode(codec)), True
     except UnicodeDecodeError:
-        return without_surrogates(body.decode(codec, errors="replace")), False
+        pass  # not valid in it: decoded again, with replacement characters
     except (LookupError, ValueError):
+        return _decode_utf8(body)
+    try:
+        return without_surrogates(body.decode(codec, errors="replace")), False
+    except (LookupError, ValueError):  # a codec that refuses the errors mode (idna)
         return _decode_utf8(body)
 
 

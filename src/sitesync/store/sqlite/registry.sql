@@ -92,9 +92,10 @@ UPDATE schedules
 INSERT INTO domain_scans (host, run_id, scope, run_status, host_status, pages, errors,
                           assets_found, assets_stored, finished_at)
 SELECT d.host, r.id, r.scope, r.status,
-       (SELECT h.status FROM run_hosts AS h
-         WHERE h.run_id = r.id AND h.host IN (d.host, d.canonical_host)
-         ORDER BY h.host = d.host DESC LIMIT 1),
+       COALESCE((SELECT h.status FROM run_hosts AS h
+                  WHERE h.run_id = r.id AND h.host = d.host),
+                (SELECT h.status FROM run_hosts AS h
+                  WHERE h.run_id = r.id AND h.host = d.canonical_host)),
        COALESCE((SELECT SUM(h.pages_crawled) FROM run_hosts AS h
                   WHERE h.run_id = r.id AND h.host IN (d.host, d.canonical_host)), 0),
        COALESCE((SELECT SUM(h.errors) FROM run_hosts AS h
