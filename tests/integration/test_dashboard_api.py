@@ -119,7 +119,11 @@ async def test_errors_redirects_and_navigation_samples(
 
     [sample] = (await client.get(f"/api/runs/{run_id}/navigation")).json()["samples"]
     assert sample["url"] == "http://a.test"
-    assert sample["data"]["urls"] == [{"url": "http://a.test/p/1", "found_in": "nav"}]
+    # p/1 answered 404 later in the run: marked, and the shortfall says so (issue 14)
+    assert sample["data"]["urls"] == [
+        {"url": "http://a.test/p/1", "found_in": "nav", "failed": "http_error (HTTP 404)"}
+    ]
+    assert sample["data"]["shortfall"] == "1 of the 1 sampled URLs failed in this run (0 usable)"
 
 
 async def test_the_buttons_move_the_run_and_refuse_illegal_moves(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sitesync.config import Settings
 from sitesync.models import Claim, Domain, Run, RunStatus, Task, TaskState, WorkerInfo
+from sitesync.plugins.builtin.navigation import failure_of, mark_failed, sampled_urls
 from sitesync.store.base import Store
 from sitesync.web.idle import gather_idle_facts, idle_reasons, is_live, slowed_hosts
 from sitesync.web.samples import SampleBook
@@ -241,8 +242,15 @@ class Overview:
     async def navigation(self, run_id: int) -> RunNavigation:
         await self.store.get_run(run_id)
         versions = await self.store.records_of_run(run_id, kind="navigation")
-        samples = tuple(NavigationSample(v.url, v.version, dict(v.data)) for v in versions)
-        return RunNavigation(run_id=run_id, samples=samples)
+        samples = []
+        for v in versions:
+            failures = {}
+            for entry in sampled_urls(v.data):
+                failure = failure_of(await self.store.get_task(run_id, entry["url"]))
+                if failure is not None:
+                    failures[entry["url"]] = failure
+            samples.append(NavigationSample(v.url, v.version, mark_failed(v.data, failures)))
+        return RunNavigation(run_id=run_id, samples=tuple(samples))
 
     # -- the buttons ----------------------------------------------------------------------
 

@@ -221,7 +221,10 @@ function renderNavigation(navigation) {
   const urlOf = (item) => (typeof item === "string" ? item : item.url);
   fill("navigation", navigation.samples.map((sample) => {
     const urls = (sample.data.urls || []).map(urlOf);
-    const list = el("span", urls.map((url) => url.replace(/^https?:\/\/[^/]+/, "")).join("  "));
+    // A URL that failed later in the run is marked (the sampler saw only the root page).
+    const short = (sample.data.urls || []).map((item) =>
+      urlOf(item).replace(/^https?:\/\/[^/]+/, "") + (item.failed ? ` ✗(${item.failed})` : ""));
+    const list = el("span", short.join("  "));
     list.title = urls.join("\n");
     return row([sample.url, urls.length, sample.data.shortfall || "", list]);
   }), "no navigation sample (yet)");
