@@ -7,13 +7,18 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from sitesync.cli._common import DbOption, format_bytes, format_duration, with_store
+from sitesync.cli._common import (
+    DbOption,
+    format_bytes,
+    format_duration,
+    plain_console,
+    with_store,
+)
 from sitesync.config import load_settings
 from sitesync.why import explain_url
 
-console = Console(highlight=False, soft_wrap=True)
+console = plain_console()
 
 
 def why_command(
@@ -46,25 +51,25 @@ def why_command(
         typer.echo(json.dumps(story, indent=2))
         return
     for line in render(story):
-        console.print(line)
+        console.print(line, soft_wrap=True)
 
 
 def render(story: dict[str, Any]) -> list[str]:
-    """The story as lines of text (rich markup escaped where the web wrote it)."""
+    """The story as lines of plain text (printed literally: the web wrote much of it)."""
     lines = [
-        f"[bold]{_esc(story['normalized'])}[/]  (given: {_esc(story['url'])})",
+        f"{story['normalized']}  (given: {story['url']})",
         f"run {story['run_id']} ({story['run_status']})",
-        f"[bold]verdict[/]  {_esc(story['verdict'])}",
+        f"verdict  {story['verdict']}",
     ]
     scope = story["scope"]
-    lines.append(f"scope    {'in' if scope['in_scope'] else 'OUT'}: {_esc(scope['rule'])}")
+    lines.append(f"scope    {'in' if scope['in_scope'] else 'OUT'}: {scope['rule']!s}")
     lines.append(f"robots   {_robots(story['robots'])}")
     found = story["found"]
     if story["admitted"]:
-        where = f" from {_esc(found['linked_from'])}" if found.get("linked_from") else ""
+        where = f" from {found['linked_from']!s}" if found.get("linked_from") else ""
         lines.append(f"found    {found['how']}{where}, depth {found['depth']}")
     elif found["linked_from"]:
-        pages = ", ".join(_esc(p) for p in found["linked_from"])
+        pages = ", ".join(str(p) for p in found["linked_from"])
         lines.append(f"found    linked from {pages} (depth {found['depth']})")
     else:
         lines.append("found    no page of the run links to it")
@@ -72,7 +77,7 @@ def render(story: dict[str, Any]) -> list[str]:
         lines.append(_attempt(attempt))
     for record in story["records"]:
         versions = ", ".join(f"v{v['version']} (run {v['run_id']})" for v in record["versions"])
-        lines.append(f"record   {_esc(record['key'])}: saw v{record['version_seen']}; {versions}")
+        lines.append(f"record   {record['key']!s}: saw v{record['version_seen']}; {versions}")
     return lines
 
 
@@ -84,14 +89,14 @@ def _robots(robots: dict[str, Any]) -> str:
         parts.append(robots["detail"])
     if robots.get("fetched_at"):
         parts.append(f"{robots['robots_url']} fetched {_when(robots['fetched_at'])}")
-    return _esc("; ".join(parts))
+    return str("; ".join(parts))
 
 
 def _attempt(a: dict[str, Any]) -> str:
     status = f"HTTP {a['http_status']}" if a["http_status"] else "no response"
     error = f"  {a['error']}" if a["error"] else ""
     hops = f", {a['redirect_hops']} redirects" if a["redirect_hops"] else ""
-    return _esc(
+    return str(
         f"attempt {a['attempt']}  {_when(a['started_at'] or a['ended_at'])}"
         f"  {format_duration(a['duration'])}  {a['worker_id'] or '-'}  {a['outcome']}"
         f"  {status}  {format_bytes(a['bytes'])}{hops}{error}"
@@ -100,7 +105,3 @@ def _attempt(a: dict[str, Any]) -> str:
 
 def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
-
-
-def _esc(text: Any) -> str:
-    return str(text).replace("[", "\\[")
