@@ -53,7 +53,7 @@ CREATE TABLE tasks (
     final_url        text,                                -- where redirects ended
     redirects        jsonb,                               -- [[from_url, to_url, status], ...]
     counted          boolean          NOT NULL DEFAULT false,  -- included in run_hosts
-    found_from       bigint,                              -- the page that first linked to it (0008)
+    found_from       bigint,                              -- the page that first linked to it (0009)
     UNIQUE (run_id, url)
 );
 
@@ -216,7 +216,7 @@ CREATE TABLE schedules (
     updated_at   double precision NOT NULL
 );
 
--- Attempt history and the registry across scans (migration 0008).
+-- Attempt history and the registry across scans (migration 0009).
 -- Every accepted attempt at a task, kept after the next attempt overwrote the task's own
 -- outcome, status and error; at most max_attempts_kept per task (the oldest go first).
 -- Written in the report transaction, one multi-row insert per batch.

@@ -51,7 +51,7 @@ CREATE TABLE tasks (
     final_url        TEXT,
     redirects        TEXT,                      -- JSON [[from_url, to_url, status], ...]
     counted          INTEGER NOT NULL DEFAULT 0, -- included in run_hosts counters
-    found_from       INTEGER,                   -- the page that first linked to it (0008)
+    found_from       INTEGER,                   -- the page that first linked to it (0009)
     UNIQUE (run_id, url)
 );
 
@@ -210,7 +210,7 @@ CREATE TABLE schedules (
     updated_at   REAL NOT NULL
 );
 
--- Attempt history and the registry across scans (migration 0008).
+-- Attempt history and the registry across scans (migration 0009).
 -- Every accepted attempt at a task, kept after the next attempt overwrote the task's own
 -- outcome, status and error; at most max_attempts_kept per task (the oldest go first).
 -- Written in the report transaction, one multi-row insert per batch.
