@@ -86,6 +86,7 @@ def crawl(db: str, root: str) -> None:
     )  # fmt: skip
 
 
+@pytest.mark.timeout(300)  # a crawl and nine CLI processes: slow on a busy machine
 def test_why_tells_each_urls_story(story_site: LoopbackSite, db_url: str) -> None:
     root = story_site.root_urls[0]
     crawl(db_url, root)
