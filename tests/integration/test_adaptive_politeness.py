@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -18,11 +19,16 @@ from typer.testing import CliRunner
 
 from sitesync.cli import app
 from sitesync.config import Settings, load_settings
+from sitesync.fetch.adaptive import LearnedPace, PaceSettings
+from sitesync.fetch.http import HttpFetcher
+from sitesync.fetch.polite import PoliteClient
+from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import HostState, Run
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
 from sitesync.store import open_store
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
+from sitesync.testing import OPEN_LOOPBACK
 from sitesync.testing_load import LoadedSite
 from sitesync.web.overview import Overview, OverviewOptions
 from sitesync.web.schema import RunSummary
@@ -241,3 +247,30 @@ def test_status_show_and_the_api_name_a_slowed_host(tmp_path: Path) -> None:
 
     shown = asyncio.run(summary())
     assert shown.slowed_hosts == ("host slow.test: 2.4 s, backing off after 503s",)
+
+
+async def test_a_plugins_request_through_the_gate_slows_the_host_too(site: LoadedSite) -> None:
+    """Assets and sitemaps ask through the worker's polite client: their 503s count."""
+    limiter = HostLimiter(
+        concurrency=4, delay=DELAY, adaptive=PaceSettings(max_delay=30.0, recovery_seconds=60.0)
+    )
+    kept: list[tuple[str, LearnedPace]] = []
+
+    async def keep(host: str, learned: LearnedPace) -> None:
+        kept.append((host, learned))
+
+    async def anyone(host: str) -> bool:
+        return True
+
+    site.forced_status = 503
+    async with HttpFetcher(network=OPEN_LOOPBACK) as fetcher:
+        client = PoliteClient(
+            fetcher, limiter=limiter, robots=None, may_request=anyone, keep_pace=keep
+        )
+        result = await client.fetch(site.root)
+    assert result.status == 503
+    assert kept and kept[0][0] == site.host
+    assert kept[0][1].reason == "backing off after 503s"
+    assert limiter.concurrency_of(site.host) == 2
+    assert kept[0][1].delay > 1.5 * DELAY
+    assert limiter.next_start(site.host) > time.monotonic()  # the next request waits for it

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from sitesync.fetch.adaptive import LearnedPace
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
@@ -19,6 +20,8 @@ from sitesync.urls import origin_of, resolve_link, url_host
 
 #: Whether this worker may send a request to a host now (no other worker holds its claim).
 MayRequest = Callable[[str], Awaitable[bool]]
+#: Keep a host's changed adaptive pace (the worker stores it for the fleet).
+PaceKeeper = Callable[[str, LearnedPace], Awaitable[None]]
 
 
 class PoliteClient:
@@ -29,11 +32,13 @@ class PoliteClient:
         limiter: HostLimiter,
         robots: RobotsCache | None,
         may_request: MayRequest,
+        keep_pace: PaceKeeper | None = None,
     ) -> None:
         self._fetcher = fetcher
         self._limiter = limiter
         self._robots = robots
         self._may_request = may_request
+        self._keep_pace = keep_pace
 
     async def fetch(self, url: str) -> FetchResult:
         """Fetch ``url`` through its host's gate, or a ``BLOCKED`` result saying why not.
@@ -53,8 +58,13 @@ class PoliteClient:
             self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
             if not verdict.allowed:
                 return _refused(url, verdict.reason or "robots.txt disallows it")
-        async with self._limiter.slot(host):
-            return await self._fetcher.fetch(target, may_follow=lambda hop: url_host(hop) == host)
+        async with self._limiter.slot(host) as turn:
+            result = await self._fetcher.fetch(target, may_follow=lambda hop: url_host(hop) == host)
+        # Its answers are the host's signals too: an asset that gets 503s slows the pages.
+        learned = turn.saw(result)
+        if learned is not None and self._keep_pace is not None:
+            await self._keep_pace(host, learned)
+        return result
 
 
 class LateClient:

@@ -203,6 +203,7 @@ class CrawlWorker:
             limiter=self._limiter,
             robots=self._robots,
             may_request=self.claims.may_request,
+            keep_pace=self._keep_pace,
         )
         self._attempts = PageAttempts(
             store=store,
@@ -657,13 +658,16 @@ class CrawlWorker:
         for host in hosts:
             learned = self._limiter.learned(host)
             if learned is not None:
-                await self.store.save_host_pace(
-                    host,
-                    delay=learned.delay,
-                    concurrency=learned.concurrency,
-                    reason=learned.reason,
-                    since=learned.since,
-                )
+                await self._keep_pace(host, learned)
+
+    async def _keep_pace(self, host: str, learned: LearnedPace) -> None:
+        await self.store.save_host_pace(
+            host,
+            delay=learned.delay,
+            concurrency=learned.concurrency,
+            reason=learned.reason,
+            since=learned.since,
+        )
 
     async def _persist_robots(
         self, origin: str, status: int, body: str | None, expires_at: float
