@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import os
 import subprocess
 import sys
@@ -107,6 +108,24 @@ class Crawled:
     peak_rss_mb: float
 
 
+#: Runs the command given after a file name, writes the command's peak RSS (KiB) to that file
+#: and exits with its code. A process between pytest and the crawl, because Linux carries a
+#: parent's peak into a child: after vfork (or fork) and exec, the child's ru_maxrss starts at
+#: the parent's high-water mark, so a crawl started by pytest itself "peaks" at whatever the
+#: pytest process ever reached (this test's body builder, earlier tests of the suite). A child
+#: of this small process starts from this process's few MB instead: what is read is the crawl's.
+_MEASURED = """
+import os, signal, subprocess, sys
+crawl = subprocess.Popen(sys.argv[2:])
+signal.signal(signal.SIGTERM, lambda *_: crawl.kill())
+_, status, usage = os.wait4(crawl.pid, 0)
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def crawl(
     db_url: str,
     seed: str,
@@ -116,31 +135,32 @@ def crawl(
     extra: tuple[str, ...] = (),
     timeout: float = 100.0,
 ) -> Crawled:
-    """``sitesync crawl SEED`` in a subprocess; its peak RSS from the kernel (wait4)."""
+    """``sitesync crawl SEED`` in a subprocess, and its own peak RSS (see ``_MEASURED``)."""
     child = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
     child.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
     paths = [str(FAULTY_PLUGINS), child.get("PYTHONPATH", "")]
     child["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
     child.update(env or {})
     command = [sys.executable, "-m", "sitesync", "crawl", seed, *crawl_args(db_url, *extra)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with (
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        peak_file = Path(scratch) / "peak"
+        measured = [sys.executable, "-c", _MEASURED, str(peak_file), *command]
         started = time.monotonic()
-        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=child)
-        while True:
-            # wait4, not Popen.wait: only it returns the child's own rusage (ru_maxrss).
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - started > timeout:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc = subprocess.Popen(measured, stdout=out, stderr=err, text=True, env=child)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # the measuring process kills the crawl, then reports
+            proc.wait()
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
-        return Crawled(proc.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024)
+        peak_kib = float(peak_file.read_text()) if peak_file.exists() else math.inf
+        return Crawled(proc.returncode, out.read(), err.read(), seconds, peak_kib / 1024)
 
 
 def records(db_url: str, kind: str) -> dict[str, RecordVersion]:
