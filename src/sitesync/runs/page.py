@@ -97,6 +97,9 @@ class PageAttempts:
         self.sitemaps = sitemaps
         self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
+        #: Tasks a request has started for (a turn taken past the pause check), until the
+        #: worker hands in their outcome: a pause waits for these, and only these.
+        self.under_way: set[int] = set()
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         started = time.time()
@@ -245,7 +248,9 @@ class PageAttempts:
     async def _robots_verdict(self, lease: Lease) -> TaskReport | Deferral | None:
         assert self.robots is not None
         origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
-        verdict = await self.robots.check(lease.url, origin, gate=lambda: self._turn(lease.host))
+        verdict = await self.robots.check(
+            lease.url, origin, gate=lambda: self._turn(lease.host, lease)
+        )
         self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
         if verdict.allowed:
             return None
@@ -267,12 +272,13 @@ class PageAttempts:
                           outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
 
     @contextlib.asynccontextmanager
-    async def _turn(self, host: str) -> AsyncIterator[Turn]:
+    async def _turn(self, host: str, lease: Lease) -> AsyncIterator[Turn]:
         """The host's politeness slot, checked against a pause right before the request
         starts (the wait for a turn can outlast the pause by a whole delay)."""
         async with self.limiter.slot(host) as turn:
             if self.halted():
                 raise Halted
+            self.under_way.add(lease.task_id)
             yield turn
 
     async def _learn_pace(self, turn: Turn, result: FetchResult) -> None:
@@ -306,7 +312,7 @@ class PageAttempts:
         chain: list[RedirectHop] = []
         current = lease.url
         while True:
-            async with self._turn(url_host(current)) as turn:
+            async with self._turn(url_host(current), lease) as turn:
                 result = await self.fetcher.fetch(current, may_follow=_no_hop)
             await self._learn_pace(turn, result)
             if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
@@ -346,7 +352,9 @@ class PageAttempts:
             return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
         if self.robots is None:
             return None
-        verdict = await self.robots.check(target, origin_of(target), gate=lambda: self._turn(host))
+        verdict = await self.robots.check(
+            target, origin_of(target), gate=lambda: self._turn(host, lease)
+        )
         self.limiter.honour_crawl_delay(host, verdict.crawl_delay)
         if verdict.allowed:
             return None

@@ -240,8 +240,7 @@ class CrawlWorker:
         self._room = asyncio.Event()
         self._done = asyncio.Event()
         self._exit: WorkerExit | None = None
-        self._active = 0  # slots between taking a lease and handing in its report
-        self._idle = asyncio.Event()
+        self._quiet = asyncio.Event()  # set whenever no request of this worker is under way
         self._failure: BaseException | None = None
         self._uncounted = 0  # pages reported since the last per-host counter flush
         self.run_status = RunStatus.RUNNING  # as last seen in the store
@@ -338,10 +337,15 @@ class CrawlWorker:
             # Sitemap requests are requests too; the next worker seeds again (dedup).
             self._seeder.cancel()
         await self._give_back(self._queue.clear())
-        if self._active:
-            self._idle.clear()
+        # Only requests already started are waited for. A slot still waiting for its host's
+        # turn (a whole delay, far longer once adaptive politeness slowed the host) starts
+        # nothing now: waiting for it would spend the drain, and a fetch still under way
+        # when the drain ran out would be cut off and its page fetched again after the
+        # resume. Those slots are cancelled by the shutdown, their untried leases released.
+        if self._attempts.under_way:
+            self._quiet.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), self.options.drain_timeout)
+                await asyncio.wait_for(self._quiet.wait(), self.options.drain_timeout)
 
     async def _give_back(self, leases: list[Lease]) -> None:
         if not leases:
@@ -461,36 +465,38 @@ class CrawlWorker:
     async def _fetch_slot(self) -> None:
         while True:
             lease = await self._queue.get()
-            self._active += 1
             try:
-                outcome = await self._attempts.attempt(lease)
-            except asyncio.CancelledError:
+                await self._fetch_one(lease)
+            finally:
                 self._queue.done(lease.host)
-                raise
-            except Exception as exc:
-                # A bug on one page (a parser crash, a fetcher fault) is recorded on that
-                # page and retried like any failure; it never takes the crawl down.
-                log.exception("internal error on %s", safe_text(lease.url))
-                outcome = TaskReport(
-                    lease=lease,
-                    ok=False,
-                    worker_id=self.worker_id,
-                    ended_at=time.time(),
-                    error=f"internal error: {_one_line(exc)}",
-                    retry_delay=self.options.retry.delay(lease.attempt_count),
-                )
-            self._queue.done(lease.host)
-            if isinstance(outcome, Deferral):
-                await self.store.release(self.run_id, [lease], not_before=outcome.until)
-                self._let_go(lease.host)
-            else:
-                self._count(outcome)
-                self._reports.append(outcome)
-            self._active -= 1
-            if not self._active:
-                self._idle.set()
+                self._attempts.under_way.discard(lease.task_id)
+                if not self._attempts.under_way:
+                    self._quiet.set()
             if len(self._reports) >= self.options.report_batch:
                 self._report_now.set()
+
+    async def _fetch_one(self, lease: Lease) -> None:
+        """Attempt ``lease``; its report is queued (or the lease given back) on return."""
+        try:
+            outcome = await self._attempts.attempt(lease)
+        except Exception as exc:
+            # A bug on one page (a parser crash, a fetcher fault) is recorded on that
+            # page and retried like any failure; it never takes the crawl down.
+            log.exception("internal error on %s", safe_text(lease.url))
+            outcome = TaskReport(
+                lease=lease,
+                ok=False,
+                worker_id=self.worker_id,
+                ended_at=time.time(),
+                error=f"internal error: {_one_line(exc)}",
+                retry_delay=self.options.retry.delay(lease.attempt_count),
+            )
+        if isinstance(outcome, Deferral):
+            await self.store.release(self.run_id, [lease], not_before=outcome.until)
+            self._let_go(lease.host)
+        else:
+            self._count(outcome)
+            self._reports.append(outcome)
 
     def _count(self, report: TaskReport) -> None:
         if report.http_status > 0:
