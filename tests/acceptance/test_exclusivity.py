@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -76,13 +77,16 @@ def test_two_processes_acquiring_at_once_never_get_the_same_task(tmp_path: Path)
     assert run.counters.completed == counts[TaskState.COMPLETED] == 1500
 
 
+@pytest.mark.timeout(300)  # two full crawls and a stopped process, on a busy machine
 def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path) -> None:
     db = tmp_path / "zombie.db"
     site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=30, delay=0.3)).start()
+    procs: list[subprocess.Popen[str]] = []
     try:
         common = crawl_args(db, "--concurrency", "4", "--lease-seconds", "1")
         zombie = sitesync("crawl", *site.root_urls, *common)
-        wait_for_progress(db, 4)
+        procs.append(zombie)
+        wait_for_progress(db, 4, timeout=60)
         zombie.send_signal(signal.SIGSTOP)
         _, _, held = read_run(db)
         taken = {t.url for t in held if t.state is TaskState.ASSIGNED}
@@ -90,13 +94,16 @@ def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path
         time.sleep(1.5)  # past its lease
 
         rescuer = sitesync("crawl", "--resume", "1", *common)
-        _, rescuer_err = rescuer.communicate(timeout=60)
+        procs.append(rescuer)
+        _, rescuer_err = rescuer.communicate(timeout=120)
         assert rescuer.returncode == 0, rescuer_err
         before, _, _ = read_run(db)
         assert before.status is RunStatus.COMPLETED
 
         zombie.send_signal(signal.SIGCONT)
-        _, zombie_err = zombie.communicate(timeout=30)
+        # Generous for a loaded machine; a zombie that hangs at exit still fails here.
+        _, zombie_err = zombie.communicate(timeout=60)
+        assert zombie.returncode == 0, zombie_err
         assert "rejected: its lease expired and was taken over" in zombie_err
 
         after, counts, tasks = read_run(db)
@@ -107,4 +114,18 @@ def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path
         owners = {t.url: t.lease_owner for t in tasks}
         assert all(owner is None for owner in owners.values())
     finally:
+        _reap(procs)
         site.stop()
+
+
+def _reap(procs: list[subprocess.Popen[str]]) -> None:
+    """Kill what is still running (a stopped one too: SIGKILL ends it) and close its
+    pipes, so a failure here leaves no process or open file to a later test."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=30)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -26,6 +26,7 @@ from sitesync.frontier.scope import Scope
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs.scans import finish_completed_scans
+from sitesync.runs.waits import wait_set
 from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
 from sitesync.urls import set_session_params
@@ -240,8 +241,7 @@ async def _wait_while_paused(store: Store, run_id: int, poll: float, signals: _S
         return run
     log.warning("run %d paused: waiting for 'sitesync resume %d'", run_id, run_id)
     while run.status is RunStatus.PAUSED and signals.requested is None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(signals.received.wait(), poll)
+        await wait_set(signals.received, poll)
         run = await store.get_run(run_id)
     return run
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from sitesync.errors import IllegalTransition
 from sitesync.models import RunStatus
 from sitesync.runs.scans import finish_completed_scans
+from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,7 @@ class Supervisor:
         try:
             await self.tick()
             while not self._stop.is_set() and (self._workers or not once):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.options.heartbeat)
+                await wait_set(self._stop, self.options.heartbeat)
                 if self._stop.is_set():
                     break
                 if once:

@@ -49,6 +49,7 @@ from sitesync.runs.dispatch import HostDispatcher
 from sitesync.runs.liveness import is_gone, this_process
 from sitesync.runs.page import DEFER_AFTER_SECONDS, ArtifactProcessor, Deferral, PageAttempts
 from sitesync.runs.seeding import SitemapReader, seed_run
+from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 from sitesync.urls import url_host
 
@@ -344,8 +345,7 @@ class CrawlWorker:
         # resume. Those slots are cancelled by the shutdown, their untried leases released.
         if self._attempts.under_way:
             self._quiet.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._quiet.wait(), self.options.drain_timeout)
+            await wait_set(self._quiet, self.options.drain_timeout)
 
     async def _give_back(self, leases: list[Lease]) -> None:
         if not leases:
@@ -428,8 +428,8 @@ class CrawlWorker:
                     await self._wait_for_work()
                     continue
             self._room.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._room.wait(), options.poll_interval)
+            # Not asyncio.wait_for: it can swallow the shutdown's cancel (see runs.waits).
+            await wait_set(self._room, options.poll_interval)
 
     def _hosts_to_skip(self) -> list[str]:
         """Hosts this worker holds enough of, or that asked us to back off."""
@@ -513,8 +513,7 @@ class CrawlWorker:
 
     async def _flush_reports_forever(self) -> None:
         while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._report_now.wait(), self.options.report_interval)
+            await wait_set(self._report_now, self.options.report_interval)
             self._report_now.clear()
             await self._flush_reports()
 
