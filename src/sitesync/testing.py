@@ -275,6 +275,7 @@ class LoopbackSite:
         self._handlers: dict[str, Handler] = {}
         self._pages: _Pages | None = None
         self._served = 0
+        self._in_flight = 0  # requests received and not yet answered
         self._status_counts: collections.Counter[int] = collections.Counter()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -288,6 +289,11 @@ class LoopbackSite:
         """A snapshot of the requests received so far (a copy: safe to iterate)."""
         with self._lock:
             return list(self._records)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being served right now (received, not yet answered)."""
+        return self._in_flight
 
     def clear_requests(self) -> None:
         with self._lock:
@@ -438,6 +444,7 @@ class LoopbackSite:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()
         status = 500
+        self._in_flight += 1
         try:
             response = await self._respond(request)
             status = response.status
@@ -447,6 +454,7 @@ class LoopbackSite:
             raise
         finally:
             # Counted in the server thread only, so plain integer updates need no lock.
+            self._in_flight -= 1
             self._served += 1
             self._status_counts[status] += 1
             if self._record:

@@ -87,7 +87,7 @@ def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path
         zombie = sitesync("crawl", *site.root_urls, *common)
         procs.append(zombie)
         wait_for_progress(db, 4, timeout=60)
-        zombie.send_signal(signal.SIGSTOP)
+        _stop_mid_request(zombie, site)
         _, _, held = read_run(db)
         taken = {t.url for t in held if t.state is TaskState.ASSIGNED}
         assert taken  # it was stopped holding leases
@@ -116,6 +116,21 @@ def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path
     finally:
         _reap(procs)
         site.stop()
+
+
+def _stop_mid_request(proc: subprocess.Popen[str], site: LoopbackSite) -> None:
+    """SIGSTOP ``proc`` while the site is serving one of its requests, so that it has a
+    result to report late however busy the machine (stopped between two requests, a
+    loaded worker may hold leases with nothing fetched, and have nothing to report)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if site.in_flight:
+            proc.send_signal(signal.SIGSTOP)
+            if site.in_flight:  # still unanswered: the answer waits for the stopped process
+                return
+            proc.send_signal(signal.SIGCONT)
+        time.sleep(0.005)
+    raise AssertionError("the crawl sent no request to stop it in within 60s")
 
 
 def _reap(procs: list[subprocess.Popen[str]]) -> None:
