@@ -16,6 +16,10 @@ from sitesync.plugins import ParsedPage, PluginContext, record_key
 class HeadingsPlugin:
     """Built once per run by sitesync, from the entry point ``headings``."""
 
+    # process() only reads the already parsed page: bounded work, no I/O. Saying so lets it
+    # run on the event loop instead of paying a thread hop per page (docs/plugins.md).
+    nonblocking = True
+
     def __init__(self, context: PluginContext) -> None:
         self.max_headings = 50
 
