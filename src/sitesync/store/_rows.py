@@ -11,15 +11,19 @@ from typing import Any, Protocol
 
 from sitesync.models import (
     Attempt,
+    Claim,
     Domain,
     DomainScan,
+    HostStatus,
     Run,
     RunConfig,
     RunCounters,
+    RunHost,
     RunStatus,
     Task,
     TaskReport,
     TaskState,
+    WorkerInfo,
 )
 
 #: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.
@@ -190,4 +194,31 @@ def domain_from_row(row: Row, *, aliases: Iterable[str]) -> Domain:
         unreachable_streak=row["unreachable_streak"],
         last_run_id=row["last_run_id"],
         last_crawled_at=row["last_crawled_at"],
+    )
+
+
+def claim_from_row(row: Row) -> Claim:
+    return Claim(
+        run_id=row["run_id"],
+        host=row["host"],
+        worker_id=row["worker_id"],
+        expires_at=row["expires_at"],
+        claimed_at=row["claimed_at"],
+    )
+
+
+def worker_from_row(row: Row) -> WorkerInfo:
+    return WorkerInfo(**{column: row[column] for column in WorkerInfo.__slots__})
+
+
+def run_host_from_row(row: Row) -> RunHost:
+    return RunHost(
+        run_id=row["run_id"],
+        host=row["host"],
+        pages_crawled=row["pages_crawled"],
+        errors=row["errors"],
+        status=HostStatus(row["status"]),
+        failures=row["failures"],
+        ended_as=row["ended_as"],
+        ended_reason=row["ended_reason"],
     )

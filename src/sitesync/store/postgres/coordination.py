@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from psycopg.rows import DictRow
 
 from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, Run, RunHost, WorkerInfo
+from sitesync.store._rows import claim_from_row, run_host_from_row, worker_from_row
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
 from sitesync.store.sqlite.coordination import fair_share, gone_worker_params
@@ -79,7 +80,7 @@ class PostgresCoordination:
 
     async def list_workers(self, run_id: int) -> list[WorkerInfo]:
         rows = await self._select("select_workers", {"run_id": run_id})
-        return [WorkerInfo(**{k: row[k] for k in WorkerInfo.__slots__}) for row in rows]
+        return [worker_from_row(row) for row in rows]
 
     # -- claims ---------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class PostgresCoordination:
                 params = {**mine, "expires_at": now + claim_seconds, "limit": share - held}
                 await conn.execute(_Q["claim_free_hosts"], params)
             rows = await (await conn.execute(_Q["select_my_claims"], mine)).fetchall()
-            return ClaimGrant(claims=tuple(_claim(row) for row in rows), share=share)
+            return ClaimGrant(claims=tuple(claim_from_row(row) for row in rows), share=share)
 
         return await self._transaction(work)
 
@@ -127,7 +128,9 @@ class PostgresCoordination:
         return await self._exec("release_claims", params, run_id=run_id)
 
     async def list_claims(self, run_id: int) -> list[Claim]:
-        return [_claim(row) for row in await self._select("select_claims", {"run_id": run_id})]
+        return [
+            claim_from_row(row) for row in await self._select("select_claims", {"run_id": run_id})
+        ]
 
     # -- host politeness state ------------------------------------------------------------
 
@@ -186,11 +189,11 @@ class PostgresCoordination:
 
     async def list_run_hosts(self, run_id: int) -> list[RunHost]:
         rows = await self._select("select_run_hosts", {"run_id": run_id})
-        return [run_host(row) for row in rows]
+        return [run_host_from_row(row) for row in rows]
 
     async def get_run_host(self, run_id: int, host: str) -> RunHost | None:
         rows = await self._select("select_run_host", {"run_id": run_id, "host": host})
-        return run_host(rows[0]) if rows else None
+        return run_host_from_row(rows[0]) if rows else None
 
     # -- dead hosts -----------------------------------------------------------------------
 
@@ -227,26 +230,3 @@ async def end_tasks_of_ended_hosts(
                   "reason": row["ended_reason"], "now": now}  # fmt: skip
         ended += (await conn.execute(_Q["end_host_tasks"], update)).rowcount
     return ended
-
-
-def run_host(row: DictRow) -> RunHost:
-    return RunHost(
-        run_id=row["run_id"],
-        host=row["host"],
-        pages_crawled=row["pages_crawled"],
-        errors=row["errors"],
-        status=HostStatus(row["status"]),
-        failures=row["failures"],
-        ended_as=row["ended_as"],
-        ended_reason=row["ended_reason"],
-    )
-
-
-def _claim(row: DictRow) -> Claim:
-    return Claim(
-        run_id=row["run_id"],
-        host=row["host"],
-        worker_id=row["worker_id"],
-        expires_at=row["expires_at"],
-        claimed_at=row["claimed_at"],
-    )

@@ -6,10 +6,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from sitesync.models import Claim, Run
+from sitesync.store._rows import claim_from_row
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
 from sitesync.store.postgres._rows import run_from_row
-from sitesync.store.postgres.coordination import _claim
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ class PostgresSupervision:
         async def work(conn: Conn) -> list[Claim]:
             params = {"expired_only": expired_only, "worker_id": worker_id, "now": self._clock()}
             rows = await (await conn.execute(_Q["select_claims_to_release"], params)).fetchall()
-            claims = [_claim(row) for row in rows]
+            claims = [claim_from_row(row) for row in rows]
             if not dry_run:
                 for claim in claims:
                     await conn.execute(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, RunHost, WorkerInfo
+from sitesync.store._rows import claim_from_row, run_host_from_row, worker_from_row
 from sitesync.store._sql import load_queries
 
 T = TypeVar("T")
@@ -69,7 +70,7 @@ class SqliteCoordination:
 
     async def list_workers(self, run_id: int) -> list[WorkerInfo]:
         rows = await self._call(self._read, "select_workers", {"run_id": run_id})
-        return [_worker(row) for row in rows]
+        return [worker_from_row(row) for row in rows]
 
     def _exec(self, query: str, params: dict[str, Any]) -> int:
         with self._write() as conn:
@@ -118,7 +119,7 @@ class SqliteCoordination:
                     {**mine, "expires_at": now + claim_seconds, "limit": share - held},
                 )
             rows = conn.execute(_Q["select_my_claims"], mine).fetchall()
-        return ClaimGrant(claims=tuple(_claim(row) for row in rows), share=share)
+        return ClaimGrant(claims=tuple(claim_from_row(row) for row in rows), share=share)
 
     async def release_claims(self, run_id: int, *, worker_id: str) -> int:
         params = {"run_id": run_id, "worker_id": worker_id}
@@ -126,7 +127,7 @@ class SqliteCoordination:
 
     async def list_claims(self, run_id: int) -> list[Claim]:
         rows = await self._call(self._read, "select_claims", {"run_id": run_id})
-        return [_claim(row) for row in rows]
+        return [claim_from_row(row) for row in rows]
 
     # -- host politeness state ------------------------------------------------------------
 
@@ -181,11 +182,11 @@ class SqliteCoordination:
 
     async def list_run_hosts(self, run_id: int) -> list[RunHost]:
         rows = await self._call(self._read, "select_run_hosts", {"run_id": run_id})
-        return [run_host(row) for row in rows]
+        return [run_host_from_row(row) for row in rows]
 
     async def get_run_host(self, run_id: int, host: str) -> RunHost | None:
         rows = await self._call(self._read, "select_run_host", {"run_id": run_id, "host": host})
-        return run_host(rows[0]) if rows else None
+        return run_host_from_row(rows[0]) if rows else None
 
     # -- dead hosts -----------------------------------------------------------------------
 
@@ -238,43 +239,6 @@ def gone_worker_params(worker: WorkerInfo) -> dict[str, Any]:
         "boot_id": worker.boot_id,
         "proc_start": worker.proc_start,
     }
-
-
-def _claim(row: sqlite3.Row | dict[str, Any]) -> Claim:
-    return Claim(
-        run_id=row["run_id"],
-        host=row["host"],
-        worker_id=row["worker_id"],
-        expires_at=row["expires_at"],
-        claimed_at=row["claimed_at"],
-    )
-
-
-def _worker(row: sqlite3.Row | dict[str, Any]) -> WorkerInfo:
-    return WorkerInfo(
-        worker_id=row["worker_id"],
-        host=row["host"],
-        pid=row["pid"],
-        run_id=row["run_id"],
-        started_at=row["started_at"],
-        last_heartbeat=row["last_heartbeat"],
-        stopped_at=row["stopped_at"],
-        boot_id=row["boot_id"],
-        proc_start=row["proc_start"],
-    )
-
-
-def run_host(row: sqlite3.Row | dict[str, Any]) -> RunHost:
-    return RunHost(
-        run_id=row["run_id"],
-        host=row["host"],
-        pages_crawled=row["pages_crawled"],
-        errors=row["errors"],
-        status=HostStatus(row["status"]),
-        failures=row["failures"],
-        ended_as=row["ended_as"],
-        ended_reason=row["ended_reason"],
-    )
 
 
 def _host_state(row: sqlite3.Row | dict[str, Any]) -> HostState:

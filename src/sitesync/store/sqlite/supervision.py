@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.models import Claim, Run
+from sitesync.store._rows import claim_from_row
 from sitesync.store._sql import load_queries
 
 T = TypeVar("T")
@@ -85,12 +86,13 @@ class SqliteSupervision:
     def _release_claims_where(
         self, expired_only: bool, worker_id: str | None, dry_run: bool
     ) -> list[Claim]:
-        from sitesync.store.sqlite.coordination import _claim
 
         now = self._clock()
         params = {"expired_only": expired_only, "worker_id": worker_id, "now": now}
         with self._write() as conn:
-            claims = [_claim(r) for r in conn.execute(_Q["select_claims_to_release"], params)]
+            claims = [
+                claim_from_row(r) for r in conn.execute(_Q["select_claims_to_release"], params)
+            ]
             if not dry_run:
                 for claim in claims:
                     conn.execute(
