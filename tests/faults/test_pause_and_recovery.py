@@ -105,11 +105,14 @@ def test_a_pause_holds_fleet_wide_within_2s_and_resume_restarts_within_2s(
         wait_until("30 pages crawled", lambda: completed(db_url) >= 30, 60)
 
         paused_at = steer("pause", db_url)
-        # in-flight pages finish, leased ones not yet started go back to pending
+        # In-flight pages finish, leased ones not yet started go back to pending. This is
+        # not one of the timed promises (those are about requests, judged from the site's
+        # log below): a worker gives its leases back after its drain and report flush,
+        # which on a loaded CI machine has taken over 10 s on PostgreSQL.
         wait_until(
             "nothing leased after the pause",
             lambda: read_run(db_url)[1].get(TaskState.ASSIGNED, 0) == 0,
-            10,
+            45,
         )
         time.sleep(max(0.0, paused_at + PROMISE + 2 - time.monotonic()))
         run, counts, _ = read_run(db_url)
