@@ -40,7 +40,6 @@ ALLOWED: dict[str, str] = {
     "cli/crawl.py::worker_command": SPLITTING,
     "cli/domains.py::schedule_command": SPLITTING,
     "cli/ops.py::cleanup_stale": SPLITTING,
-    "runs/crawl.py::crawl": SPLITTING,
     "runs/page.py::PageAttempts._attempt": SPLITTING,
     "runs/worker.py::CrawlWorker.__init__": SPLITTING,
     "store/postgres/store.py::PostgresStore.acquire": SPLITTING,

@@ -134,33 +134,16 @@ async def crawl(
     """
     set_session_params(settings.session_params)
     worker_id = new_worker_id()
-    extra_headers = {"X-Sitesync-Worker": worker_id} if settings.worker_id_header else {}
-    plain = HttpFetcher(
-        limits=settings.fetch_limits(),
-        user_agent=settings.user_agent,
-        max_connections=settings.concurrency,
-        extra_headers=extra_headers,
-        network=settings.network_policy(),
-    )
-    if fetcher is None and settings.fetcher == "browser":
-        from sitesync.fetch.browser import BrowserFetcher
-
-        fetcher = BrowserFetcher(
-            limits=settings.fetch_limits(),
-            user_agent=settings.user_agent,
-            executable_path=settings.browser_executable,
-            max_pages=settings.browser_pages,
-            network=settings.network_policy(),
-        )
-    if fetcher is None and settings.fetcher == "null":
-        fetcher = NullFetcher.dry_run()
+    plain = _plain_fetcher(settings, worker_id)
+    if fetcher is None:
+        fetcher = _configured_fetcher(settings)
     store.max_stored_body_bytes = settings.max_stored_body_bytes
     client = LateClient()  # plugins fetch through the worker's gate, bound below
     store.max_attempts_kept = settings.max_attempts_kept
     plugins = await _build_plugins(store, run, settings, client)
     signals = _Signals(stop_signals)
     # A dry run has no page for plugins to see.
-    use_plugins = bool(plugins.plugins) and settings.fetcher != "null"
+    page_plugins = plugins if plugins.plugins and settings.fetcher != "null" else None
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(plugins)  # closed last, after the worker's last report
         # robots.txt and sitemaps always go over plain HTTP.
@@ -172,27 +155,74 @@ async def crawl(
             run = await _wait_while_paused(store, run.id, settings.status_poll_seconds, signals)
             if signals.requested is not None or run.status is not RunStatus.RUNNING:
                 break
-            worker = CrawlWorker(
-                store,
-                run,
-                page_fetcher,
-                options=settings.worker_options(),
-                worker_id=worker_id,
-                robots_fetcher=plain,
-                plugins=plugins if use_plugins else None,
-            )
+            worker = _new_worker(store, run, settings, worker_id, page_fetcher, plain, page_plugins)
             client.bind(worker.polite_client)
             exit_reason = await _run_worker(store, run, worker, on_start, signals)
             if exit_reason is not WorkerExit.RUN_NOT_RUNNING:
                 break
+    return await _ended(store, run.id, signals)
+
+
+def _new_worker(
+    store: Store,
+    run: Run,
+    settings: Settings,
+    worker_id: str,
+    page_fetcher: Fetcher,
+    plain: HttpFetcher,
+    plugins: PluginPipeline | None,
+) -> CrawlWorker:
+    return CrawlWorker(
+        store,
+        run,
+        page_fetcher,
+        options=settings.worker_options(),
+        worker_id=worker_id,
+        robots_fetcher=plain,
+        plugins=plugins,
+    )
+
+
+def _plain_fetcher(settings: Settings, worker_id: str) -> HttpFetcher:
+    """The HTTP fetcher of this process: pages (unless another fetcher is configured),
+    and robots.txt and sitemaps always."""
+    extra_headers = {"X-Sitesync-Worker": worker_id} if settings.worker_id_header else {}
+    return HttpFetcher(
+        limits=settings.fetch_limits(),
+        user_agent=settings.user_agent,
+        max_connections=settings.concurrency,
+        extra_headers=extra_headers,
+        network=settings.network_policy(),
+    )
+
+
+def _configured_fetcher(settings: Settings) -> Fetcher | None:
+    """The page fetcher ``settings.fetcher`` names, or None for the plain HTTP one."""
+    if settings.fetcher == "browser":
+        from sitesync.fetch.browser import BrowserFetcher
+
+        return BrowserFetcher(
+            limits=settings.fetch_limits(),
+            user_agent=settings.user_agent,
+            executable_path=settings.browser_executable,
+            max_pages=settings.browser_pages,
+            network=settings.network_policy(),
+        )
+    if settings.fetcher == "null":
+        return NullFetcher.dry_run()
+    return None
+
+
+async def _ended(store: Store, run_id: int, signals: _Signals) -> Run:
+    """The run as this process leaves it, after what its end asks of the store."""
     if signals.requested is WorkerExit.STOP_REQUESTED:
-        current = await store.get_run(run.id)
+        current = await store.get_run(run_id)
         if current.status is RunStatus.RUNNING or current.status is RunStatus.PAUSED:
-            await store.transition_run(run.id, RunStatus.STOPPED, reason="stopped by user")
-    ended = await store.get_run(run.id)
+            await store.transition_run(run_id, RunStatus.STOPPED, reason="stopped by user")
+    ended = await store.get_run(run_id)
     if ended.scope is not None and ended.status.is_terminal:
         # The registry remembers what this scan did on each domain, whatever its end.
-        await store.record_domain_scans(run.id)
+        await store.record_domain_scans(run_id)
     if ended.scope is not None and ended.status is RunStatus.COMPLETED:
         # A completed scan updates its scope's stale lifecycle. Every worker that sees the
         # end asks (and so do the supervisor and the next worker, should we die first);
