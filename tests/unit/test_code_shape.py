@@ -32,7 +32,6 @@ ALLOWED: dict[str, str] = {
     "config.py": SPLITTING,
     "store/base.py": SPLITTING,
     "models.py": SPLITTING,
-    "fetch/browser.py": SPLITTING,
     "cli/crawl.py": SPLITTING,
     "cli/domains.py": SPLITTING,
     "testing.py": SPLITTING,

@@ -57,43 +57,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yarl
 
-from sitesync.errors import ConfigError, FetchError, InvalidURL
+from sitesync.errors import ConfigError, FetchError
 from sitesync.fetch.base import (
     FetchLimits,
     FetchOutcome,
     FetchResult,
     FollowPolicy,
-    RedirectHop,
     parse_retry_after,
+)
+from sitesync.fetch.browser_navigation import Navigation, normalized
+from sitesync.fetch.browser_results import (
+    classify,
+    failed,
+    first_line,
+    hops_to,
+    ms_until,
+    navigation_failed,
+    refused,
+    response_headers,
 )
 from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.fetch.http import DEFAULT_USER_AGENT
 from sitesync.fetch.netpolicy import NetworkPolicy
-from sitesync.fetch.text import header_text
-from sitesync.urls import normalize_url, resolve_link
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from playwright.async_api import (
-        Browser,
-        BrowserContext,
-        CDPSession,
-        Page,
-        Playwright,
-        Request,
-        Response,
-    )
+    from playwright.async_api import Browser, BrowserContext, Page, Playwright, Response
 
 __all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher", "use_sandbox"]
 
@@ -145,27 +142,7 @@ _MISSING_EXTRA = "the browser fetcher needs the 'browser' extra: pip install 'si
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _SERIALIZED_TYPE = "text/html; charset=utf-8"
 _VIEWER_TYPE = "application/pdf"
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _CLOSE_GRACE = 5.0  # seconds past total_timeout for serializing the DOM and closing the page
-_QUIET = 0.1  # seconds without a request in flight that count as "settled"
-
-# Chromium errors that no retry can fix: the URL or the response itself is the problem.
-_INVALID_ERRORS = {
-    "ERR_TOO_MANY_REDIRECTS": "too many redirects",
-    "ERR_REDIRECT_CYCLE": "redirect loop",
-    "ERR_UNSAFE_REDIRECT": "redirect to a URL Chromium refuses",
-    "ERR_INVALID_REDIRECT": "invalid redirect",
-    "ERR_INVALID_URL": "invalid URL",
-    "ERR_UNKNOWN_URL_SCHEME": "not an http(s) URL",
-    "ERR_DISALLOWED_URL_SCHEME": "not an http(s) URL",
-    "ERR_UNSAFE_PORT": "a port Chromium refuses to connect to",
-    "ERR_CONTENT_LENGTH_MISMATCH": "truncated or corrupt body",
-    "ERR_INCOMPLETE_CHUNKED_ENCODING": "truncated or corrupt body",
-    "ERR_CONTENT_DECODING_FAILED": "truncated or corrupt body",
-    "ERR_INVALID_RESPONSE": "invalid response",
-    "ERR_RESPONSE_HEADERS_TOO_BIG": "invalid response",
-}
-_TIMEOUT_ERRORS = frozenset({"ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT"})
 
 
 def _load_playwright() -> ModuleType:
@@ -190,133 +167,6 @@ def _no_chromium(executable_path: str) -> str:
         f"no Chromium at {executable_path}: install Debian's 'chromium' package "
         "(scripts/ensure-system-deps.sh does) or set browser_executable"
     )
-
-
-@dataclass(slots=True)
-class _Stop:
-    """Why a redirect was not followed, recorded for the result."""
-
-    outcome: FetchOutcome
-    error: str
-    hops: tuple[RedirectHop, ...]
-    status: int = 0
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass  # no slots: Playwright tags the bound methods it is given as event handlers
-class _Navigation:
-    """One fetch's view of its page: the redirect rules and the traffic still in flight.
-
-    Redirects are checked through the DevTools ``Fetch`` domain, paused at the response
-    stage of each main-frame document request: Playwright's ``page.route`` only ever sees
-    the first request of a redirect chain (Chromium follows the rest internally), so it
-    cannot stop a hop before its target is requested.
-    """
-
-    url: str
-    may_follow: FollowPolicy | None
-    max_redirects: int
-    cdp: CDPSession
-    main_frame_id: str = ""
-    started_document: bool = False
-    hops: list[RedirectHop] = field(default_factory=list)
-    stop: _Stop | None = None
-    in_flight: int = 0
-    last_change: float = field(default_factory=time.monotonic)
-
-    def request_started(self, request: Request) -> None:
-        self.in_flight += 1
-        self.last_change = time.monotonic()
-
-    def request_ended(self, request: Request) -> None:
-        self.in_flight = max(0, self.in_flight - 1)
-        self.last_change = time.monotonic()
-
-    async def start(self) -> None:
-        tree = await self.cdp.send("Page.getFrameTree")
-        self.main_frame_id = str(tree["frameTree"]["frame"]["id"])
-        self.cdp.on("Fetch.requestPaused", self.on_paused)
-        stages = ("Request", "Response")
-        patterns = [
-            {"urlPattern": "*", "resourceType": "Document", "requestStage": s} for s in stages
-        ]
-        patterns.append({"urlPattern": "*/favicon.ico", "resourceType": "Other"})
-        await self.cdp.send("Fetch.enable", {"patterns": patterns})
-
-    async def on_paused(self, event: dict[str, Any]) -> None:
-        try:
-            refusal = self._refusal(event)
-        except Exception as exc:
-            # Fail closed (a may_follow that raised must not let a hop through), and answer
-            # anyway: a paused request never continued or failed stalls until the timeout.
-            error = f"cannot check {event.get('request', {}).get('url')}: {exc!r}"
-            self.stop = _Stop(FetchOutcome.INVALID, error, tuple(self.hops))
-            refusal = "BlockedByClient"
-        request_id = {"requestId": event.get("requestId")}
-        # The page may close under a late request, which makes continue/fail raise.
-        with contextlib.suppress(Exception):
-            if refusal is None:
-                await self.cdp.send("Fetch.continueRequest", request_id)
-            else:
-                await self.cdp.send("Fetch.failRequest", {**request_id, "errorReason": refusal})
-
-    def _refusal(self, event: dict[str, Any]) -> str | None:
-        """The DevTools error reason to fail this paused request with, or None to let it go."""
-        if event.get("frameId") != self.main_frame_id:
-            return None  # frames: the page as a browser would load it
-        if event.get("resourceType") != "Document":
-            # Chromium's own favicon request, made for every page of every fresh context:
-            # no page needs it, and it would double what a crawl asks of each host.
-            return "BlockedByClient"
-        if "responseStatusCode" in event or "responseErrorReason" in event:
-            self.stop = self._check_redirect(event)
-            return None if self.stop is None else "BlockedByClient"
-        if event.get("redirectedRequestId") is not None:
-            return None  # a hop already checked at its 3xx response
-        if not self.started_document:
-            self.started_document = True
-            return None  # the navigation asked for
-        # The page navigating itself (script, meta refresh): the fetch is of one document.
-        # "Aborted" keeps the current document; other reasons would show an error page.
-        return "Aborted"
-
-    def _check_redirect(self, event: dict[str, Any]) -> _Stop | None:
-        status = int(event.get("responseStatusCode") or 0)
-        headers = {
-            header_text(h["name"]).lower(): header_text(h["value"])
-            for h in event.get("responseHeaders") or ()
-        }
-        location = headers.get("location")
-        if status not in _REDIRECT_STATUSES or not location:
-            return None
-        current = self.hops[-1].to_url if self.hops else self.url
-        target = resolve_link(str(event["request"]["url"]), location)
-        self.hops.append(RedirectHop(current, target or location, status))
-        hops = tuple(self.hops)
-        if target is None or (self.may_follow is not None and not self.may_follow(target)):
-            why = "not an http(s) URL" if target is None else "out of scope"
-            return _Stop(
-                FetchOutcome.REDIRECT_NOT_FOLLOWED,
-                f"redirect to {location} ({why})",
-                hops,
-                status=status,
-                url=current,
-                headers=headers,
-            )
-        if target in {_normalized(self.url), *(hop.to_url for hop in hops[:-1])}:
-            return _Stop(FetchOutcome.INVALID, f"redirect loop back to {target}", hops)
-        if len(hops) > self.max_redirects:
-            return _Stop(FetchOutcome.INVALID, f"more than {self.max_redirects} redirects", hops)
-        return None
-
-    async def settle(self, budget: float) -> None:
-        """Wait until no request has been in flight for ``_QUIET`` seconds, or ``budget``."""
-        deadline = time.monotonic() + budget
-        while time.monotonic() < deadline:
-            if self.in_flight == 0 and time.monotonic() - self.last_change >= _QUIET:
-                return
-            await asyncio.sleep(0.02)
 
 
 class BrowserFetcher:
@@ -388,7 +238,7 @@ class BrowserFetcher:
             )
         except self._api.Error as exc:
             raise FetchError(
-                f"Chromium at {self.executable_path} did not start: {_first_line(exc)}"
+                f"Chromium at {self.executable_path} did not start: {first_line(exc)}"
             ) from exc
         return self._browser
 
@@ -404,7 +254,7 @@ class BrowserFetcher:
     async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
-            return _failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
+            return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
         async with self._pages:
             browser = await self._ready_browser()
             context: BrowserContext | None = None
@@ -415,11 +265,11 @@ class BrowserFetcher:
                 async with asyncio.timeout(self.limits.total_timeout + _CLOSE_GRACE):
                     return await self._fetch_in(context, url, may_follow, started)
             except TimeoutError:
-                return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
+                return failed(url, FetchOutcome.TIMEOUT, "timed out", started)
             except self._api.Error as exc:
                 # What Playwright reports outside navigation (a renderer crash, a browser
                 # gone mid-fetch: relaunched next time) is this page's outcome, not a fault.
-                return _failed(url, FetchOutcome.UNREACHABLE, _first_line(exc), started)
+                return failed(url, FetchOutcome.UNREACHABLE, first_line(exc), started)
             finally:
                 if context is not None:
                     with contextlib.suppress(Exception):
@@ -433,7 +283,7 @@ class BrowserFetcher:
         started: float,
     ) -> FetchResult:
         page = await context.new_page()
-        nav = _Navigation(
+        nav = Navigation(
             url, may_follow, self.limits.max_redirects, await context.new_cdp_session(page)
         )
         await nav.start()
@@ -442,23 +292,23 @@ class BrowserFetcher:
         page.on("requestfailed", nav.request_ended)
         deadline = started + self.limits.total_timeout
         try:
-            response = await page.goto(url, wait_until="commit", timeout=_ms_until(deadline))
+            response = await page.goto(url, wait_until="commit", timeout=ms_until(deadline))
             # Not goto's own wait_until="load": when the page tries to navigate away while it
-            # loads (and that navigation is aborted, see _Navigation), Playwright never reports
+            # loads (and that navigation is aborted, see Navigation), Playwright never reports
             # "load" for the document that stays, although the document itself completes.
             await page.wait_for_function(
-                "document.readyState === 'complete'", timeout=_ms_until(deadline)
+                "document.readyState === 'complete'", timeout=ms_until(deadline)
             )
         except self._api.TimeoutError:
-            return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
+            return failed(url, FetchOutcome.TIMEOUT, "timed out", started)
         except self._api.Error as exc:
-            message = _first_line(exc)
+            message = first_line(exc)
             problem = self._proxy_problem(nav.hops[-1].to_url if nav.hops else url, started)
             if problem is not None and problem[0]:
-                return _refused(url, nav, problem[1], started)
-            return _navigation_failed(url, nav, problem[1] if problem else message, started)
+                return refused(url, nav, problem[1], started)
+            return navigation_failed(url, nav, problem[1] if problem else message, started)
         if response is None:
-            return _failed(url, FetchOutcome.INVALID, "no document response", started)
+            return failed(url, FetchOutcome.INVALID, "no document response", started)
         await nav.settle(min(self.settle_ms / 1000, max(0.0, deadline - time.monotonic())))
         return await self._result(url, page, response, started)
 
@@ -473,23 +323,23 @@ class BrowserFetcher:
     async def _result(
         self, url: str, page: Page, response: Response, started: float
     ) -> FetchResult:
-        headers = await _headers(response)
+        headers = await response_headers(response)
         status = response.status
         body, error = await self._body(page, response, headers)
         if error is not None:
             outcome = FetchOutcome.TOO_LARGE if body is None else FetchOutcome.INVALID
         else:
-            outcome, error = _classify(status)
+            outcome, error = classify(status)
         return FetchResult(
             url=url,
             outcome=outcome,
             status=status,
-            final_url=_normalized(response.url),
+            final_url=normalized(response.url),
             headers=headers,
             body=body or b"",
             error=error,
             elapsed=time.monotonic() - started,
-            redirects=await _hops_to(response.request, url),
+            redirects=await hops_to(response.request, url),
             retry_after=parse_retry_after(status, headers),
         )
 
@@ -528,99 +378,3 @@ class BrowserFetcher:
             return None
         body = (await page.content()).encode("utf-8", errors="replace")
         return body if len(body) <= cap else None
-
-
-async def _hops_to(request: Request, original_url: str) -> tuple[RedirectHop, ...]:
-    """The redirect hops that led to ``request``, oldest first, from its ``redirected_from``."""
-    chain = [request]
-    while (previous := chain[-1].redirected_from) is not None:
-        chain.append(previous)
-    chain.reverse()
-    hops: list[RedirectHop] = []
-    for earlier, later in itertools.pairwise(chain):
-        response = await earlier.response()
-        from_url = original_url if not hops else hops[-1].to_url
-        status = response.status if response is not None else 0
-        hops.append(RedirectHop(from_url, _normalized(later.url), status))
-    return tuple(hops)
-
-
-def _ms_until(deadline: float) -> float:
-    """Playwright timeouts are milliseconds, and 0 would mean "no timeout at all"."""
-    return max(1.0, (deadline - time.monotonic()) * 1000)
-
-
-def _refused(url: str, nav: _Navigation, why: str, started: float) -> FetchResult:
-    """The document (or a redirect hop of it) is on an address the network policy refuses."""
-    return FetchResult(
-        url=url,
-        outcome=FetchOutcome.FORBIDDEN_ADDRESS,
-        error=why,
-        elapsed=time.monotonic() - started,
-        redirects=tuple(nav.hops),
-    )
-
-
-def _navigation_failed(url: str, nav: _Navigation, message: str, started: float) -> FetchResult:
-    """The result of a ``page.goto`` that raised: our own abort, or Chromium's error."""
-    elapsed = time.monotonic() - started
-    stop = nav.stop
-    if stop is not None:
-        return FetchResult(
-            url=url,
-            outcome=stop.outcome,
-            status=stop.status,
-            final_url=stop.url,
-            headers=stop.headers,
-            error=stop.error,
-            elapsed=elapsed,
-            redirects=stop.hops,
-        )
-    code = _net_error(message)
-    if code in _TIMEOUT_ERRORS:
-        return FetchResult(url=url, outcome=FetchOutcome.TIMEOUT, error=message, elapsed=elapsed)
-    if code in _INVALID_ERRORS:
-        error = f"{_INVALID_ERRORS[code]} ({message})"
-        return FetchResult(url=url, outcome=FetchOutcome.INVALID, error=error, elapsed=elapsed)
-    if message.startswith("Download is starting"):
-        error = "Chromium downloads this response instead of showing it: not a page"
-        return FetchResult(url=url, outcome=FetchOutcome.INVALID, error=error, elapsed=elapsed)
-    # Refused, reset, DNS failures and whatever else the network did: worth another try.
-    return FetchResult(url=url, outcome=FetchOutcome.UNREACHABLE, error=message, elapsed=elapsed)
-
-
-def _net_error(message: str) -> str | None:
-    """``ERR_CONNECTION_REFUSED`` from ``net::ERR_CONNECTION_REFUSED at http://...``."""
-    _, found, rest = message.partition("net::")
-    return rest.split(None, 1)[0] if found and rest else None
-
-
-def _first_line(exc: BaseException) -> str:
-    """Playwright's message without its call log, and without the ``Page.goto:`` prefix."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    api_call, sep, rest = text.partition(": ")
-    return rest if sep and "." in api_call and " " not in api_call else text
-
-
-async def _headers(response: Response) -> dict[str, str]:
-    headers = await response.all_headers()
-    return {header_text(k).lower(): header_text(v) for k, v in headers.items()}
-
-
-def _normalized(url: str) -> str:
-    try:
-        return normalize_url(url)
-    except InvalidURL:
-        return url  # not http(s), or not crawlable: the raw URL is still worth recording
-
-
-def _classify(status: int) -> tuple[FetchOutcome, str | None]:
-    if status in (401, 403, 451):
-        return FetchOutcome.BLOCKED, f"HTTP {status}"
-    if status >= 400:
-        return FetchOutcome.HTTP_ERROR, f"HTTP {status}"
-    return FetchOutcome.SUCCESS, None
-
-
-def _failed(url: str, outcome: FetchOutcome, error: str, started: float) -> FetchResult:
-    return FetchResult(url=url, outcome=outcome, error=error, elapsed=time.monotonic() - started)
