@@ -7,67 +7,31 @@ The backends differ only in how a few columns arrive (JSON as text in SQLite, de
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from sitesync.models import (
     Attempt,
     Claim,
     Domain,
     DomainScan,
+    HostState,
     HostStatus,
+    Lease,
     Run,
     RunConfig,
     RunCounters,
     RunHost,
     RunStatus,
+    Schedule,
     Task,
     TaskReport,
     TaskState,
     WorkerInfo,
 )
+from sitesync.store.rules import COUNTERS, Row
 
 #: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.
 DEFAULT_MAX_ATTEMPTS_KEPT = 10
-
-_COUNTERS = (
-    "pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched", "retries",
-)  # fmt: skip
-
-
-class Row(Protocol):
-    """A database row readable by column name (sqlite3.Row, psycopg's dict rows)."""
-
-    def __getitem__(self, key: str) -> Any: ...
-
-
-def counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
-    """Parameters of the ``move_counters`` query: every counter, moved by ``moves``."""
-    params: dict[str, Any] = dict.fromkeys(_COUNTERS, 0)
-    params.update(moves)
-    params["run_id"] = run_id
-    params["now"] = now
-    return params
-
-
-def candidate_scan(limit: int, per_host: int | None) -> int:
-    """How many candidate rows to read for ``limit`` leases: more when hosts are capped,
-    so that a run whose first pending tasks all share one host still fills the batch."""
-    return limit if per_host is None else limit * 8
-
-
-def pick_per_host(candidates: Iterable[Row], limit: int, per_host: int | None) -> list[int]:
-    """Ids of the first ``limit`` candidates, at most ``per_host`` of any one host."""
-    picked: list[int] = []
-    taken: dict[str, int] = {}
-    for row in candidates:
-        host = row["host"]
-        if per_host is not None and taken.get(host, 0) >= per_host:
-            continue
-        taken[host] = taken.get(host, 0) + 1
-        picked.append(row["id"])
-        if len(picked) >= limit:
-            break
-    return picked
 
 
 def run_from_row(row: Row, *, config: Mapping[str, Any]) -> Run:
@@ -75,7 +39,7 @@ def run_from_row(row: Row, *, config: Mapping[str, Any]) -> Run:
         id=row["id"],
         status=RunStatus(row["status"]),
         config=RunConfig.from_json(dict(config)),
-        counters=RunCounters(tasks_total=row["tasks_total"], **{c: row[c] for c in _COUNTERS}),
+        counters=RunCounters(tasks_total=row["tasks_total"], **{c: row[c] for c in COUNTERS}),
         created_at=row["created_at"],
         started_at=row["started_at"],
         ended_at=row["ended_at"],
@@ -137,18 +101,6 @@ def attempt_rows(accepted: Sequence[TaskReport], now: float) -> list[dict[str, A
         }
         for report in accepted
     ]
-
-
-def prune_bounds(accepted: Sequence[TaskReport], keep: int) -> dict[int, int]:
-    """Tasks whose history outgrew ``keep`` attempts: task id -> last attempt to drop.
-
-    Empty for almost every batch (a task attempted at most ``keep`` times has nothing to
-    drop), so pruning costs nothing on the common path."""
-    return {
-        report.lease.task_id: report.lease.attempt_count - keep
-        for report in accepted
-        if report.lease.attempt_count > keep
-    }
 
 
 def attempt_from_row(row: Row) -> Attempt:
@@ -222,3 +174,29 @@ def run_host_from_row(row: Row) -> RunHost:
         ended_as=row["ended_as"],
         ended_reason=row["ended_reason"],
     )
+
+
+def lease_from_row(row: Row, run_id: int, token: int, expires_at: float) -> Lease:
+    return Lease(
+        task_id=row["id"],
+        run_id=run_id,
+        url=row["url"],
+        host=row["host"],
+        depth=row["depth"],
+        attempt_count=row["attempt_count"],
+        token=token,
+        expires_at=expires_at,
+    )
+
+
+def schedule_from_row(row: Row) -> Schedule:
+    return Schedule(
+        scope=row["scope"],
+        cadence=row["cadence"],
+        next_run_at=row["next_run_at"],
+        last_run_id=row["last_run_id"],
+    )
+
+
+def host_state_from_row(row: Row) -> HostState:
+    return HostState(**{column: row[column] for column in HostState.__slots__})

@@ -8,21 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from sitesync.models import Domain, Lease, Run, Task, TaskReport
+from sitesync.models import Domain, Run, Task, TaskReport
 from sitesync.store import _rows as shared
-from sitesync.store._rows import counter_delta
-
-__all__ = [
-    "counter_delta",
-    "domain_from_row",
-    "lease_from_row",
-    "outcome_params",
-    "run_from_row",
-    "task_from_row",
-]
+from sitesync.store.rules import Row
 
 
 def outcome_params(report: TaskReport) -> dict[str, Any]:
@@ -33,26 +23,13 @@ def outcome_params(report: TaskReport) -> dict[str, Any]:
     }
 
 
-def domain_from_row(row: DictRow) -> Domain:
+def domain_from_row(row: Row) -> Domain:
     return shared.domain_from_row(row, aliases=row["aliases"])
 
 
-def run_from_row(row: DictRow) -> Run:
+def run_from_row(row: Row) -> Run:
     return shared.run_from_row(row, config=row["config"])  # jsonb arrives decoded
 
 
-def task_from_row(row: DictRow) -> Task:
+def task_from_row(row: Row) -> Task:
     return shared.task_from_row(row, redirects=row["redirects"] or ())
-
-
-def lease_from_row(row: DictRow, run_id: int, token: int, expires_at: float) -> Lease:
-    return Lease(
-        task_id=row["id"],
-        run_id=run_id,
-        url=row["url"],
-        host=row["host"],
-        depth=row["depth"],
-        attempt_count=row["attempt_count"],
-        token=token,
-        expires_at=expires_at,
-    )

@@ -13,10 +13,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from psycopg.rows import DictRow
 
 from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, Run, RunHost, WorkerInfo
-from sitesync.store._rows import claim_from_row, run_host_from_row, worker_from_row
+from sitesync.store._rows import (
+    claim_from_row,
+    host_state_from_row,
+    run_host_from_row,
+    worker_from_row,
+)
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
-from sitesync.store.sqlite.coordination import fair_share, gone_worker_params
+from sitesync.store.rules import claim_step, fair_share, gone_worker_params
 
 T = TypeVar("T")
 
@@ -113,11 +118,11 @@ class PostgresCoordination:
             hosts = await one("count_hosts_with_work", {"run_id": run_id})
             share = fair_share(hosts, live, max_hosts)
             held = len(await (await conn.execute(_Q["select_my_claims"], mine)).fetchall())
-            if held > share + 1:  # a little slack, so claims do not flap between workers
-                await conn.execute(_Q["drop_surplus_claims"], {**mine, "surplus": held - share})
-            elif held < share:
-                params = {**mine, "expires_at": now + claim_seconds, "limit": share - held}
-                await conn.execute(_Q["claim_free_hosts"], params)
+            step = claim_step(held, share)
+            if step is not None:
+                query, extra = step
+                params = {**mine, **extra, "expires_at": now + claim_seconds}
+                await conn.execute(_Q[query], params)
             rows = await (await conn.execute(_Q["select_my_claims"], mine)).fetchall()
             return ClaimGrant(claims=tuple(claim_from_row(row) for row in rows), share=share)
 
@@ -136,9 +141,7 @@ class PostgresCoordination:
 
     async def get_host_state(self, host: str) -> HostState | None:
         rows = await self._select("select_host_state", {"host": host})
-        if not rows:
-            return None
-        return HostState(**{k: rows[0][k] for k in HostState.__slots__})
+        return host_state_from_row(rows[0]) if rows else None
 
     async def save_host_pause(self, host: str, *, until: float) -> None:
         await self._exec("save_host_pause", {"host": host, "until": until})

@@ -2,7 +2,7 @@
 
 Mixed into :class:`~sitesync.store.postgres.store.PostgresStore`, with its SQL in
 ``registry.sql`` under the same names as the SQLite store's. The stale lifecycle rule is
-the SQLite module's :func:`~sitesync.store.sqlite.registry.lifecycle_changes`, so both
+:func:`sitesync.store.rules.lifecycle_changes`, so both
 backends decide alike. Applying a scan locks its run row first, like every write that
 touches a run (one lock order), then the scope's domain rows in host order.
 """
@@ -18,11 +18,11 @@ from psycopg.types.json import Jsonb
 
 from sitesync.errors import ScanConflict, StoreError
 from sitesync.models import Domain, DomainScan, Run, RunConfig, ScanSummary, Schedule
-from sitesync.store._rows import domain_scan_from_row
+from sitesync.store._rows import domain_scan_from_row, schedule_from_row
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
 from sitesync.store.postgres._rows import domain_from_row, run_from_row
-from sitesync.store.sqlite.registry import lifecycle_changes, schedule_from_row
+from sitesync.store.rules import lifecycle_changes
 
 T = TypeVar("T")
 

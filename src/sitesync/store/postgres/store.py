@@ -27,9 +27,8 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from sitesync.errors import IllegalTransition, RunNotFound, StoreError
+from sitesync.errors import RunNotFound, StoreError
 from sitesync.models import (
-    RUN_TRANSITIONS,
     Attempt,
     Domain,
     Lease,
@@ -47,9 +46,7 @@ from sitesync.store._rows import (
     DEFAULT_MAX_ATTEMPTS_KEPT,
     attempt_from_row,
     attempt_rows,
-    candidate_scan,
-    pick_per_host,
-    prune_bounds,
+    lease_from_row,
 )
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import (
@@ -64,9 +61,7 @@ from sitesync.store.postgres._db import (
     use_schema,
 )
 from sitesync.store.postgres._rows import (
-    counter_delta,
     domain_from_row,
-    lease_from_row,
     outcome_params,
     run_from_row,
     task_from_row,
@@ -76,6 +71,20 @@ from sitesync.store.postgres.overview import PostgresOverview
 from sitesync.store.postgres.records import PostgresRecords
 from sitesync.store.postgres.registry import PostgresRegistry
 from sitesync.store.postgres.supervision import PostgresSupervision
+from sitesync.store.rules import (
+    ReportTally,
+    admission_room,
+    candidate_scan,
+    check_transition,
+    ended_delta,
+    extended_hosts,
+    leased_delta,
+    merged_aliases,
+    pick_per_host,
+    prune_bounds,
+    released_delta,
+    report_query,
+)
 
 T = TypeVar("T")
 
@@ -254,10 +263,7 @@ class PostgresStore(
             if replay and current.status is to:
                 return current  # the first attempt committed; its acknowledgement was lost
             replay = True
-            if to not in RUN_TRANSITIONS[current.status]:
-                raise IllegalTransition(
-                    f"run {run_id} is {current.status.value}; it cannot become {to.value}"
-                )
+            check_transition(current, to)
             params = {
                 "run_id": run_id,
                 "status": to.value,
@@ -281,8 +287,8 @@ class PostgresStore(
     async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
         async def work(conn: Conn) -> Run:
             run = await self._require_run(conn, run_id)
-            extra = tuple(dict.fromkeys((*run.config.extra_hosts, *hosts)))
-            if extra == run.config.extra_hosts:
+            extra = extended_hosts(run.config.extra_hosts, hosts)
+            if extra is None:
                 return run
             config = replace(run.config, extra_hosts=extra)
             params = {"run_id": run_id, "config": Jsonb(config.to_json())}
@@ -309,7 +315,7 @@ class PostgresStore(
             params = {
                 "host": host,
                 "canonical_host": canonical_host,
-                "aliases": [a for a in dict.fromkeys(aliases) if a != canonical_host],
+                "aliases": merged_aliases((), aliases, canonical_host),
                 "now": self._clock(),
             }
             row = await (await conn.execute(_Q["upsert_domain_redirect"], params)).fetchone()
@@ -378,9 +384,7 @@ class PostgresStore(
             candidates = await (await conn.execute(_Q["acquire_candidates"], params)).fetchall()
             ids = pick_per_host(candidates, limit, per_host)
             rows = await (await conn.execute(_Q["lease_tasks"], {**params, "ids": ids})).fetchall()
-            moved = len(rows) - reclaimed
-            if rows or reclaimed:
-                delta = counter_delta(run_id, now, pending=-moved, assigned=moved)
+            if delta := leased_delta(run_id, now, len(rows), reclaimed):
                 await conn.execute(_Q["move_counters"], delta)
             return [lease_from_row(row, run_id, token, expires_at) for row in rows]
 
@@ -395,39 +399,19 @@ class PostgresStore(
         async def work(conn: Conn) -> list[ReportVerdict]:
             run = await self._require_run(conn, run_id)
             now = self._clock()
-            verdicts: list[ReportVerdict] = []
-            delta = dict.fromkeys(
-                ("pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched"),
-                0,
-            )
-            delta["retries"] = 0
-            discovered: list[NewTask] = []
-            accepted: list[TaskReport] = []
+            tally = ReportTally()
             for report in reports:
                 state = await _record(conn, report, run.config.max_retries, now)
                 if state is None:
-                    verdicts.append(ReportVerdict.LEASE_LOST)
-                    continue
-                verdicts.append(ReportVerdict.ACCEPTED)
-                accepted.append(report)
-                # Only with a final answer (completed, or failed for good): a retried
-                # attempt's records come again with the attempt that ends it.
-                if report.records and state is not TaskState.PENDING:
+                    tally.lost()
+                elif tally.accept(report, state):
                     await self._save_records(conn, run_id, report, now)
-                delta["assigned"] -= 1
-                delta[state.value] += 1
-                if state is TaskState.PENDING:
-                    delta["retries"] += 1
-                if report.http_status > 0:
-                    delta["pages_fetched"] += 1
-                    delta["bytes_fetched"] += report.bytes_fetched
-                discovered.extend(report.discovered)
-            if any(delta.values()):
-                await conn.execute(_Q["move_counters"], counter_delta(run_id, now, **delta))
-            await _keep_attempts(conn, accepted, self.max_attempts_kept, now)
+            if delta := tally.counter_params(run_id, now):
+                await conn.execute(_Q["move_counters"], delta)
+            await _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)
             # move_counters leaves tasks_total alone, so the locked row's value still holds
-            await _admit(conn, run, discovered, now)
-            return verdicts
+            await _admit(conn, run, tally.discovered, now)
+            return tally.verdicts
 
         return await self._transaction(work)
 
@@ -513,11 +497,9 @@ async def _admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> 
     """Insert new tasks under the locked run row; how many were admitted."""
     if not tasks:
         return 0
-    room = None
-    if run.config.max_pages is not None:
-        room = run.config.max_pages - run.counters.tasks_total
-        if room <= 0:
-            return 0
+    room = admission_room(run)
+    if room is not None and room <= 0:
+        return 0
     params = {
         "run_id": run.id,
         "urls": [task.url for task in tasks],
@@ -534,8 +516,7 @@ async def _admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> 
         params = {"run_id": run.id, "admitted": admitted, "now": now}
         await conn.execute(_Q["add_admitted"], params)
         ended = await end_tasks_of_ended_hosts(conn, run.id, [t.host for t in tasks], now)
-        if ended:
-            delta = counter_delta(run.id, now, pending=-ended, failed=ended)
+        if delta := ended_delta(run.id, now, ended):
             await conn.execute(_Q["move_counters"], delta)
     return admitted
 
@@ -562,34 +543,15 @@ async def _keep_attempts(conn: Conn, accepted: Sequence[TaskReport], keep: int, 
 
 async def _record(conn: Conn, report: TaskReport, max_retries: int, now: float) -> TaskState | None:
     """Apply one report under its lease; the task's new state, or None if fenced out."""
-    lease = report.lease
+    query, params = report_query(report, max_retries, now)
+    params.update(outcome_params(report))
     if report.ok:
-        params: dict[str, Any] = {
-            "task_id": lease.task_id,
-            "token": lease.token,
-            "http_status": report.http_status,
-            "error": report.error,
-            **outcome_params(report),
-            "now": now,
-        }
-        cursor = await conn.execute(_Q["mark_completed"], params)
+        cursor = await conn.execute(_Q[query], params)
         return TaskState.COMPLETED if cursor.rowcount == 1 else None
-    params = {
-        "task_id": lease.task_id,
-        "token": lease.token,
-        "max_retries": max_retries,
-        "retry_at": now + report.retry_delay,
-        "give_up": report.give_up,
-        "http_status": report.http_status or None,
-        "error": report.error or "failed",
-        **outcome_params(report),
-        "now": now,
-    }
-    row = await (await conn.execute(_Q["mark_failed_attempt"], params)).fetchone()
+    row = await (await conn.execute(_Q[query], params)).fetchone()
     return None if row is None else TaskState(row["state"])
 
 
 async def _count_released(conn: Conn, run_id: int, released: int, now: float) -> None:
-    if released:
-        delta = counter_delta(run_id, now, pending=released, assigned=-released)
+    if delta := released_delta(run_id, now, released):
         await conn.execute(_Q["move_counters"], delta)

@@ -10,6 +10,7 @@ from sitesync.store._rows import claim_from_row
 from sitesync.store._sql import load_queries
 from sitesync.store.postgres._db import Conn
 from sitesync.store.postgres._rows import run_from_row
+from sitesync.store.rules import recovery_step
 
 T = TypeVar("T")
 
@@ -51,14 +52,10 @@ class PostgresSupervision:
             for row in stale:
                 if await self._lock_run(conn, row["id"]) is None:
                     continue
-                step = {"run_id": row["id"], "now": now}
-                if row["workers_left"]:
-                    await conn.execute(_Q["requeue_left"], step)
-                elif row["crash_retries"] < max_crash_retries:
-                    reason = f"crashed (no heartbeat for {stale_after:g}s); re-queued"
-                    await conn.execute(_Q["requeue_crashed"], {**step, "reason": reason})
-                else:
-                    await conn.execute(_Q["fail_crashed"], step)
+                query, extra = recovery_step(
+                    row, stale_after=stale_after, max_crash_retries=max_crash_retries
+                )
+                await conn.execute(_Q[query], {"run_id": row["id"], "now": now, **extra})
                 run = await self._lock_run(conn, row["id"])
                 assert run is not None
                 recovered.append(run)

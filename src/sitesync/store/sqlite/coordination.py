@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, RunHost, WorkerInfo
-from sitesync.store._rows import claim_from_row, run_host_from_row, worker_from_row
+from sitesync.store._rows import (
+    claim_from_row,
+    host_state_from_row,
+    run_host_from_row,
+    worker_from_row,
+)
 from sitesync.store._sql import load_queries
+from sitesync.store.rules import claim_step, fair_share, gone_worker_params
 
 T = TypeVar("T")
 
@@ -111,13 +116,10 @@ class SqliteCoordination:
             hosts = conn.execute(_Q["count_hosts_with_work"], {"run_id": run_id}).fetchone()[0]
             share = fair_share(hosts, live, max_hosts)
             held = len(conn.execute(_Q["select_my_claims"], mine).fetchall())
-            if held > share + 1:  # a little slack, so claims do not flap between workers
-                conn.execute(_Q["drop_surplus_claims"], {**mine, "surplus": held - share})
-            elif held < share:
-                conn.execute(
-                    _Q["claim_free_hosts"],
-                    {**mine, "expires_at": now + claim_seconds, "limit": share - held},
-                )
+            step = claim_step(held, share)
+            if step is not None:
+                query, extra = step
+                conn.execute(_Q[query], {**mine, **extra, "expires_at": now + claim_seconds})
             rows = conn.execute(_Q["select_my_claims"], mine).fetchall()
         return ClaimGrant(claims=tuple(claim_from_row(row) for row in rows), share=share)
 
@@ -133,7 +135,7 @@ class SqliteCoordination:
 
     async def get_host_state(self, host: str) -> HostState | None:
         rows = await self._call(self._read, "select_host_state", {"host": host})
-        return _host_state(rows[0]) if rows else None
+        return host_state_from_row(rows[0]) if rows else None
 
     async def save_host_pause(self, host: str, *, until: float) -> None:
         await self._call(self._exec, "save_host_pause", {"host": host, "until": until})
@@ -222,35 +224,3 @@ def end_tasks_of_ended_hosts(
                   "reason": row["ended_reason"], "now": now}  # fmt: skip
         ended += conn.execute(_Q["end_host_tasks"], update).rowcount
     return ended
-
-
-def fair_share(hosts_with_work: int, live_workers: int, cap: int | None) -> int:
-    """How many hosts one worker may hold: an even split, at least one, at most ``cap``."""
-    share = max(1, math.ceil(hosts_with_work / max(1, live_workers)))
-    return share if cap is None else min(share, cap)
-
-
-def gone_worker_params(worker: WorkerInfo) -> dict[str, Any]:
-    """The facts a gone worker was proven gone on: its row must still show them all."""
-    return {
-        "worker_id": worker.worker_id,
-        "host": worker.host,
-        "pid": worker.pid,
-        "boot_id": worker.boot_id,
-        "proc_start": worker.proc_start,
-    }
-
-
-def _host_state(row: sqlite3.Row | dict[str, Any]) -> HostState:
-    return HostState(
-        host=row["host"],
-        paused_until=row["paused_until"],
-        robots_origin=row["robots_origin"],
-        robots_status=row["robots_status"],
-        robots_body=row["robots_body"],
-        robots_expires_at=row["robots_expires_at"],
-        pace_delay=row["pace_delay"],
-        pace_concurrency=row["pace_concurrency"],
-        pace_reason=row["pace_reason"],
-        pace_since=row["pace_since"],
-    )

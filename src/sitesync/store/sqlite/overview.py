@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.models import HostBacklog, OutcomeCount, Run, Task, WorkerLeases
 from sitesync.store._sql import load_queries
+from sitesync.store.sqlite._rows import run_from_row, task_from_row
 
 T = TypeVar("T")
 
@@ -34,22 +35,17 @@ class SqliteOverview:
             return self._connection().execute(_Q[query], params).fetchall()
 
     async def list_active_runs(self) -> list[Run]:
-        # store.py imports this module, so its row mappers are imported when first needed.
-        from sitesync.store.sqlite.store import _run_from_row
-
         rows = await self._call(self._overview_rows, "select_active_runs", {})
-        return [_run_from_row(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     async def count_outcomes(self, run_id: int) -> list[OutcomeCount]:
         rows = await self._call(self._overview_rows, "count_outcomes", {"run_id": run_id})
         return [OutcomeCount(row["outcome"], row["status_class"], row["tasks"]) for row in rows]
 
     async def list_redirected(self, run_id: int, *, limit: int = 100) -> list[Task]:
-        from sitesync.store.sqlite.store import _task_from_row
-
         params = {"run_id": run_id, "limit": limit}
         rows = await self._call(self._overview_rows, "select_redirected", params)
-        return [_task_from_row(row) for row in rows]
+        return [task_from_row(row) for row in rows]
 
     async def pending_by_host(self, run_id: int, *, limit: int = 100) -> list[HostBacklog]:
         params = {"run_id": run_id, "limit": limit}

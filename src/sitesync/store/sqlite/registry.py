@@ -2,8 +2,8 @@
 
 Mixed into :class:`~sitesync.store.sqlite.store.SqliteStore`: every method is one
 transaction on the store's thread, with its SQL in ``registry.sql``. The stale lifecycle
-rule itself (:func:`lifecycle_changes`) is plain Python shared with the PostgreSQL store,
-so both backends decide alike.
+rule itself is :func:`sitesync.store.rules.lifecycle_changes`, so both backends decide
+alike.
 
 Registered hosts are bare ``host[:port]`` strings (no scheme, no path), as
 :func:`sitesync.urls.url_host` gives them: the scan's seeds carry the scheme.
@@ -14,20 +14,19 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sitesync.errors import ScanConflict
 from sitesync.models import Domain, DomainScan, Run, RunConfig, ScanSummary, Schedule
-from sitesync.store._rows import domain_scan_from_row
+from sitesync.store._rows import domain_scan_from_row, schedule_from_row
 from sitesync.store._sql import load_queries
+from sitesync.store.rules import lifecycle_changes
+from sitesync.store.sqlite._rows import domain_from_row, run_from_row
 
 T = TypeVar("T")
 
 _Q = load_queries("sitesync.store.sqlite", "registry.sql")
-
-#: Outcomes that mean the site did not answer at all (SPEC H2).
-UNREACHABLE_OUTCOMES = frozenset({"unreachable", "timeout"})
 
 
 class SqliteRegistry:
@@ -65,12 +64,9 @@ class SqliteRegistry:
         return await self._call(self._list_domains, params)
 
     def _list_domains(self, params: dict[str, Any]) -> list[Domain]:
-        # Imported here: store.py imports this module for its class declaration.
-        from sitesync.store.sqlite.store import _domain_from_row
-
         with self._errors():
             rows = self._connection().execute(_Q["select_domains"], params).fetchall()
-        return [_domain_from_row(row) for row in rows]
+        return [domain_from_row(row) for row in rows]
 
     # -- scans ----------------------------------------------------------------------------
 
@@ -78,8 +74,6 @@ class SqliteRegistry:
         return await self._call(self._start_scan, scope, config)
 
     def _start_scan(self, scope: str, config: RunConfig) -> Run:
-        from sitesync.store.sqlite.store import _run_from_row
-
         params = {"scope": scope, "config": json.dumps(config.to_json()), "now": self._clock()}
         with self._write() as conn:
             try:
@@ -91,7 +85,7 @@ class SqliteRegistry:
                 if active is None:
                     raise
                 raise ScanConflict(scope, active["id"]) from None
-            return _run_from_row(row)
+            return run_from_row(row)
 
     async def apply_scan_results(self, run_id: int) -> ScanSummary | None:
         return await self._call(self._apply_scan_results, run_id)
@@ -170,73 +164,3 @@ class SqliteRegistry:
     def _exec_registry(self, query: str, params: dict[str, Any]) -> None:
         with self._write() as conn:
             conn.execute(_Q[query], {**params, "now": self._clock()})
-
-
-def root_reachable(
-    state: str, outcome: str | None, http_status: int | None, site_blocked: bool
-) -> bool:
-    """Whether a finished root task shows its site answering.
-
-    A root that failed as ``unreachable`` or ``timeout``, or failed with no HTTP response at
-    all (robots.txt unreachable until the retries ran out), did not answer. A robots.txt
-    that answered and disallows the whole site (the run marked the host ``blocked``) is an
-    answer, and so is any HTTP status, an error page included.
-    """
-    if state != "failed":
-        return True
-    if outcome in UNREACHABLE_OUTCOMES:
-        return False
-    return http_status is not None or site_blocked
-
-
-def lifecycle_changes(
-    run_id: int, rows: Iterable[Mapping[str, Any]], now: float
-) -> tuple[ScanSummary, list[dict[str, Any]]]:
-    """The stale lifecycle (SPEC S2) for the roots a scan finished: what it did, and the
-    parameters of ``update_domain_lifecycle`` for each domain.
-
-    Reachable: stale and streak reset. First unreachable scan: stale, streak 1, still
-    active. Second consecutive (streak 2 or more): out of the active scan set.
-    """
-    seen: dict[str, tuple[bool, int, bool]] = {}  # host -> (active, streak, reachable)
-    for row in rows:
-        host = row["host"]
-        reachable = root_reachable(
-            row["state"], row["outcome"], row["http_status"], bool(row["site_blocked"])
-        )
-        if host in seen:  # several roots (seeds) on one host: any answer counts
-            reachable = reachable or seen[host][2]
-        seen[host] = (bool(row["active"]), int(row["unreachable_streak"]), reachable)
-    ok: list[str] = []
-    stale: list[str] = []
-    deactivated: list[str] = []
-    updates: list[dict[str, Any]] = []
-    for host, (active, streak, reachable) in seen.items():
-        if reachable:
-            ok.append(host)
-            streak, is_stale = 0, False
-        else:
-            streak, is_stale = streak + 1, True
-            if streak == 1:
-                stale.append(host)
-            elif active:
-                deactivated.append(host)
-            active = active and streak < 2
-        updates.append({"host": host, "active": active, "stale": is_stale, "streak": streak,
-                        "run_id": run_id, "now": now})  # fmt: skip
-    summary = ScanSummary(
-        run_id=run_id,
-        reachable=tuple(ok),
-        newly_stale=tuple(stale),
-        deactivated=tuple(deactivated),
-    )
-    return summary, updates
-
-
-def schedule_from_row(row: Mapping[str, Any]) -> Schedule:
-    return Schedule(
-        scope=row["scope"],
-        cadence=row["cadence"],
-        next_run_at=row["next_run_at"],
-        last_run_id=row["last_run_id"],
-    )

@@ -24,14 +24,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sitesync.errors import (
-    IllegalTransition,
     MigrationError,
     RunNotFound,
     StoreError,
     StoreLocked,
 )
 from sitesync.models import (
-    RUN_TRANSITIONS,
     Attempt,
     Domain,
     Lease,
@@ -44,18 +42,35 @@ from sitesync.models import (
     TaskReport,
     TaskState,
 )
-from sitesync.store import _rows as _shared
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._rows import (
     DEFAULT_MAX_ATTEMPTS_KEPT,
     attempt_from_row,
     attempt_rows,
-    candidate_scan,
-    counter_delta,
-    pick_per_host,
-    prune_bounds,
+    lease_from_row,
 )
 from sitesync.store._sql import load_migrations, load_queries, refuse_newer
+from sitesync.store.rules import (
+    ReportTally,
+    admission_room,
+    candidate_scan,
+    check_transition,
+    ended_delta,
+    extended_hosts,
+    leased_delta,
+    merged_aliases,
+    pick_per_host,
+    prune_bounds,
+    released_delta,
+    report_query,
+)
+from sitesync.store.sqlite._rows import (
+    domain_from_row,
+    outcome_params,
+    run_from_row,
+    task_from_row,
+    task_rows,
+)
 from sitesync.store.sqlite.coordination import SqliteCoordination, end_tasks_of_ended_hosts
 from sitesync.store.sqlite.overview import SqliteOverview
 from sitesync.store.sqlite.records import SqliteRecords
@@ -234,7 +249,7 @@ class SqliteStore(
         row = conn.execute(_Q["select_run"], {"run_id": run_id}).fetchone()
         if row is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return _run_from_row(row)
+        return run_from_row(row)
 
     async def list_runs(self, *, limit: int = 50) -> list[Run]:
         return await self._call(self._list_runs, limit)
@@ -242,7 +257,7 @@ class SqliteStore(
     def _list_runs(self, limit: int) -> list[Run]:
         with self._errors():
             rows = self._connection().execute(_Q["select_runs"], {"limit": limit}).fetchall()
-        return [_run_from_row(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
         return await self._call(self._transition_run, run_id, to, reason)
@@ -250,10 +265,7 @@ class SqliteStore(
     def _transition_run(self, run_id: int, to: RunStatus, reason: str | None) -> Run:
         with self._write() as conn:
             current = self._select_run(conn, run_id)
-            if to not in RUN_TRANSITIONS[current.status]:
-                raise IllegalTransition(
-                    f"run {run_id} is {current.status.value}; it cannot become {to.value}"
-                )
+            check_transition(current, to)
             conn.execute(
                 _Q["update_run_status"],
                 {
@@ -290,8 +302,8 @@ class SqliteStore(
     def _extend_scope(self, run_id: int, hosts: tuple[str, ...]) -> Run:
         with self._write() as conn:
             run = self._select_run(conn, run_id)
-            extra = tuple(dict.fromkeys((*run.config.extra_hosts, *hosts)))
-            if extra != run.config.extra_hosts:
+            extra = extended_hosts(run.config.extra_hosts, hosts)
+            if extra is not None:
                 config = replace(run.config, extra_hosts=extra)
                 conn.execute(
                     _Q["update_run_config"],
@@ -313,7 +325,7 @@ class SqliteStore(
         with self._write() as conn:
             row = conn.execute(_Q["select_domain"], {"host": host}).fetchone()
             known = tuple(json.loads(row["aliases"])) if row is not None else ()
-            merged = [a for a in dict.fromkeys((*known, *aliases)) if a != canonical_host]
+            merged = merged_aliases(known, aliases, canonical_host)
             conn.execute(
                 _Q["upsert_domain_redirect"],
                 {
@@ -323,7 +335,7 @@ class SqliteStore(
                     "now": self._clock(),
                 },
             )
-            return _domain_from_row(conn.execute(_Q["select_domain"], {"host": host}).fetchone())
+            return domain_from_row(conn.execute(_Q["select_domain"], {"host": host}).fetchone())
 
     async def get_domain(self, host: str) -> Domain | None:
         return await self._call(self._get_domain, host)
@@ -331,7 +343,7 @@ class SqliteStore(
     def _get_domain(self, host: str) -> Domain | None:
         with self._errors():
             row = self._connection().execute(_Q["select_domain"], {"host": host}).fetchone()
-        return None if row is None else _domain_from_row(row)
+        return None if row is None else domain_from_row(row)
 
     # -- frontier -------------------------------------------------------------------------
 
@@ -349,32 +361,28 @@ class SqliteStore(
     ) -> int:
         if not tasks:
             return 0
-        run = self._select_run(conn, run_id)
-        limit = run.config.max_pages
+        room = admission_room(self._select_run(conn, run_id))
         before = conn.total_changes
-        if limit is None:
-            conn.executemany(_Q["insert_task"], _task_rows(run_id, tasks, now))
+        if room is None:
+            conn.executemany(_Q["insert_task"], task_rows(run_id, tasks, now))
             admitted = conn.total_changes - before
         else:
             # Duplicates do not count against max_pages, so insert in slices no larger
             # than the room left and re-measure after each.
             admitted, position = 0, 0
-            room = limit - run.counters.tasks_total
             while room > 0 and position < len(tasks):
                 chunk = tasks[position : position + room]
                 position += len(chunk)
                 mark = conn.total_changes
-                conn.executemany(_Q["insert_task"], _task_rows(run_id, chunk, now))
+                conn.executemany(_Q["insert_task"], task_rows(run_id, chunk, now))
                 gained = conn.total_changes - mark
                 admitted += gained
                 room -= gained
         if admitted:
             conn.execute(_Q["add_admitted"], {"run_id": run_id, "admitted": admitted, "now": now})
             ended = end_tasks_of_ended_hosts(conn, run_id, [t.host for t in tasks], now)
-            if ended:
-                conn.execute(
-                    _Q["move_counters"], counter_delta(run_id, now, pending=-ended, failed=ended)
-                )
+            if delta := ended_delta(run_id, now, ended):
+                conn.execute(_Q["move_counters"], delta)
         return admitted
 
     async def acquire(
@@ -427,25 +435,9 @@ class SqliteStore(
             candidates = conn.execute(_Q["acquire_candidates"], params).fetchall()
             ids = pick_per_host(candidates, limit, per_host)
             rows = conn.execute(_Q["lease_tasks"], {**params, "ids": json.dumps(ids)}).fetchall()
-            moved = len(rows) - reclaimed
-            if rows or reclaimed:
-                conn.execute(
-                    _Q["move_counters"],
-                    counter_delta(run_id, now, pending=-moved, assigned=moved),
-                )
-        leases = [
-            Lease(
-                task_id=row["id"],
-                run_id=run_id,
-                url=row["url"],
-                host=row["host"],
-                depth=row["depth"],
-                attempt_count=row["attempt_count"],
-                token=token,
-                expires_at=expires_at,
-            )
-            for row in rows
-        ]
+            if delta := leased_delta(run_id, now, len(rows), reclaimed):
+                conn.execute(_Q["move_counters"], delta)
+        leases = [lease_from_row(row, run_id, token, expires_at) for row in rows]
         leases.sort(key=lambda lease: lease.task_id)
         return leases
 
@@ -456,39 +448,20 @@ class SqliteStore(
 
     def _report(self, run_id: int, reports: Sequence[TaskReport]) -> list[ReportVerdict]:
         now = self._clock()
-        verdicts: list[ReportVerdict] = []
-        delta = dict.fromkeys(
-            ("pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched"), 0
-        )
-        delta["retries"] = 0
-        discovered: list[NewTask] = []
-        accepted: list[TaskReport] = []
+        tally = ReportTally()
         with self._write() as conn:
             max_retries = self._select_run(conn, run_id).config.max_retries
             for report in reports:
                 state = self._record(conn, report, max_retries, now)
                 if state is None:
-                    verdicts.append(ReportVerdict.LEASE_LOST)
-                    continue
-                verdicts.append(ReportVerdict.ACCEPTED)
-                accepted.append(report)
-                # Only with a final answer (completed, or failed for good): a retried
-                # attempt's records come again with the attempt that ends it.
-                if report.records and state is not TaskState.PENDING:
+                    tally.lost()
+                elif tally.accept(report, state):
                     self._save_records(conn, run_id, report, now)
-                delta["assigned"] -= 1
-                delta[state.value] += 1
-                if state is TaskState.PENDING:
-                    delta["retries"] += 1
-                if report.http_status > 0:
-                    delta["pages_fetched"] += 1
-                    delta["bytes_fetched"] += report.bytes_fetched
-                discovered.extend(report.discovered)
-            if any(delta.values()):
-                conn.execute(_Q["move_counters"], counter_delta(run_id, now, **delta))
-            self._keep_attempts(conn, accepted, now)
-            self._admit(conn, run_id, discovered, now)
-        return verdicts
+            if delta := tally.counter_params(run_id, now):
+                conn.execute(_Q["move_counters"], delta)
+            self._keep_attempts(conn, tally.accepted, now)
+            self._admit(conn, run_id, tally.discovered, now)
+        return tally.verdicts
 
     def _keep_attempts(
         self, conn: sqlite3.Connection, accepted: Sequence[TaskReport], now: float
@@ -516,34 +489,12 @@ class SqliteStore(
         conn: sqlite3.Connection, report: TaskReport, max_retries: int, now: float
     ) -> TaskState | None:
         """Apply one report under its lease; the task's new state, or None if fenced out."""
-        lease = report.lease
+        query, params = report_query(report, max_retries, now)
+        params.update(outcome_params(report))
         if report.ok:
-            cursor = conn.execute(
-                _Q["mark_completed"],
-                {
-                    "task_id": lease.task_id,
-                    "token": lease.token,
-                    "http_status": report.http_status,
-                    "error": report.error,
-                    **_outcome_params(report),
-                    "now": now,
-                },
-            )
+            cursor = conn.execute(_Q[query], params)
             return TaskState.COMPLETED if cursor.rowcount == 1 else None
-        row = conn.execute(
-            _Q["mark_failed_attempt"],
-            {
-                "task_id": lease.task_id,
-                "token": lease.token,
-                "max_retries": max_retries,
-                "retry_at": now + report.retry_delay,
-                "give_up": report.give_up,
-                "http_status": report.http_status or None,
-                "error": report.error or "failed",
-                **_outcome_params(report),
-                "now": now,
-            },
-        ).fetchone()
+        row = conn.execute(_Q[query], params).fetchone()
         return None if row is None else TaskState(row[0])
 
     async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
@@ -583,11 +534,8 @@ class SqliteStore(
                         "now": now,
                     },
                 ).rowcount
-            if released:
-                conn.execute(
-                    _Q["move_counters"],
-                    counter_delta(run_id, now, pending=released, assigned=-released),
-                )
+            if delta := released_delta(run_id, now, released):
+                conn.execute(_Q["move_counters"], delta)
             return released
 
     async def release_worker(self, run_id: int, *, worker_id: str) -> int:
@@ -599,11 +547,8 @@ class SqliteStore(
             released: int = conn.execute(
                 _Q["release_worker"], {"run_id": run_id, "worker_id": worker_id, "now": now}
             ).rowcount
-            if released:
-                conn.execute(
-                    _Q["move_counters"],
-                    counter_delta(run_id, now, pending=released, assigned=-released),
-                )
+            if delta := released_delta(run_id, now, released):
+                conn.execute(_Q["move_counters"], delta)
             return released
 
     async def next_eligible_at(self, run_id: int) -> float | None:
@@ -624,7 +569,7 @@ class SqliteStore(
                 .execute(_Q["select_task"], {"run_id": run_id, "url": url})
                 .fetchone()
             )
-        return None if row is None else _task_from_row(row)
+        return None if row is None else task_from_row(row)
 
     async def list_tasks(
         self, run_id: int, *, state: TaskState | None = None, limit: int = 1000
@@ -635,7 +580,7 @@ class SqliteStore(
         params = {"run_id": run_id, "state": None if state is None else state.value, "limit": limit}
         with self._errors():
             rows = self._connection().execute(_Q["select_tasks"], params).fetchall()
-        return [_task_from_row(row) for row in rows]
+        return [task_from_row(row) for row in rows]
 
     async def count_tasks(self, run_id: int) -> dict[TaskState, int]:
         return await self._call(self._count_tasks, run_id)
@@ -661,36 +606,3 @@ def _statements(script: str) -> Iterator[str]:
         part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
     ):
         raise MigrationError(f"unterminated SQL statement in migration: {buffer[:200]!r}")
-
-
-def _task_rows(run_id: int, tasks: Sequence[NewTask], now: float) -> Iterator[dict[str, Any]]:
-    for task in tasks:
-        yield {
-            "run_id": run_id,
-            "url": task.url,
-            "host": task.host,
-            "depth": task.depth,
-            "priority": task.priority,
-            "found_from": task.found_from,
-            "now": now,
-        }
-
-
-def _outcome_params(report: TaskReport) -> dict[str, Any]:
-    return {
-        "outcome": report.outcome,
-        "final_url": report.final_url,
-        "redirects": json.dumps(report.redirects) if report.redirects else None,
-    }
-
-
-def _domain_from_row(row: sqlite3.Row) -> Domain:
-    return _shared.domain_from_row(row, aliases=json.loads(row["aliases"]))
-
-
-def _run_from_row(row: sqlite3.Row) -> Run:
-    return _shared.run_from_row(row, config=json.loads(row["config"]))
-
-
-def _task_from_row(row: sqlite3.Row) -> Task:
-    return _shared.task_from_row(row, redirects=json.loads(row["redirects"] or "[]"))

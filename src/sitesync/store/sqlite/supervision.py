@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sitesync.models import Claim, Run
 from sitesync.store._rows import claim_from_row
 from sitesync.store._sql import load_queries
+from sitesync.store.rules import recovery_step
+from sitesync.store.sqlite._rows import run_from_row
 
 T = TypeVar("T")
 
@@ -55,26 +57,20 @@ class SqliteSupervision:
                 _Q["select_stale_running"], {"stale_before": now - stale_after}
             ).fetchall()
             for row in stale:
-                params = {"run_id": row["id"], "now": now}
-                if row["workers_left"]:
-                    conn.execute(_Q["requeue_left"], params)
-                elif row["crash_retries"] < max_crash_retries:
-                    reason = f"crashed (no heartbeat for {stale_after:g}s); re-queued"
-                    conn.execute(_Q["requeue_crashed"], {**params, "reason": reason})
-                else:
-                    conn.execute(_Q["fail_crashed"], params)
+                query, extra = recovery_step(
+                    row, stale_after=stale_after, max_crash_retries=max_crash_retries
+                )
+                conn.execute(_Q[query], {"run_id": row["id"], "now": now, **extra})
                 recovered.append(self._select_run(conn, row["id"]))
         return recovered
 
     async def find_inactive_runs(self, *, idle_seconds: float) -> list[Run]:
-        from sitesync.store.sqlite.store import _run_from_row
-
         def find() -> list[Run]:
             with self._write() as conn:
                 rows = conn.execute(
                     _Q["select_inactive_runs"], {"idle_before": self._clock() - idle_seconds}
                 ).fetchall()
-            return [_run_from_row(row) for row in rows]
+            return [run_from_row(row) for row in rows]
 
         return await self._call(find)
 

@@ -1,0 +1,320 @@
+"""What both backends decide alike, written once: plain Python, no database.
+
+The backends differ in SQL, in sync/async and in how a few values are encoded (JSON text in
+SQLite, ``jsonb`` and arrays in PostgreSQL). Every *decision* of a store call lives here:
+whether a run may move, which tasks a batch leases, what a report's verdicts are and how
+the run's counters move, how many hosts a worker may claim, what becomes of a stale run,
+and the stale lifecycle of a scanned domain. ``tests/unit/test_store_rules.py`` checks
+them without a database; ``tests/contract`` checks that both backends apply them alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sitesync.errors import IllegalTransition
+from sitesync.models import (
+    RUN_TRANSITIONS,
+    NewTask,
+    ReportVerdict,
+    Run,
+    RunStatus,
+    ScanSummary,
+    TaskReport,
+    TaskState,
+    WorkerInfo,
+)
+
+#: The run counters that task transitions move (``tasks_total`` moves only on admission).
+COUNTERS = (
+    "pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched", "retries",
+)  # fmt: skip
+
+#: Outcomes that mean the site did not answer at all (SPEC H2).
+UNREACHABLE_OUTCOMES = frozenset({"unreachable", "timeout"})
+
+
+class Row(Protocol):
+    """A database row readable by column name (sqlite3.Row, psycopg's dict rows)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+def check_transition(run: Run, to: RunStatus) -> None:
+    """Raise ``IllegalTransition`` unless the run table lets ``run`` become ``to``."""
+    if to not in RUN_TRANSITIONS[run.status]:
+        raise IllegalTransition(f"run {run.id} is {run.status.value}; it cannot become {to.value}")
+
+
+def extended_hosts(known: Sequence[str], hosts: Sequence[str]) -> tuple[str, ...] | None:
+    """The run's ``extra_hosts`` with ``hosts`` added in order, or None if nothing is new."""
+    extra = tuple(dict.fromkeys((*known, *hosts)))
+    return None if extra == tuple(known) else extra
+
+
+def merged_aliases(known: Sequence[str], aliases: Sequence[str], canonical: str) -> list[str]:
+    """A domain's alias hosts after another root redirect: they accumulate, in first-seen
+    order, and the canonical host is never its own alias."""
+    return [a for a in dict.fromkeys((*known, *aliases)) if a != canonical]
+
+
+def admission_room(run: Run) -> int | None:
+    """How many more tasks the run may admit: None without ``max_pages``, else what is left
+    (0 or less: none)."""
+    if run.config.max_pages is None:
+        return None
+    return run.config.max_pages - run.counters.tasks_total
+
+
+# -- counters -----------------------------------------------------------------------------
+
+
+def counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
+    """Parameters of the ``move_counters`` query: every counter, moved by ``moves``."""
+    params: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
+    params.update(moves)
+    params["run_id"] = run_id
+    params["now"] = now
+    return params
+
+
+def leased_delta(run_id: int, now: float, leased: int, reclaimed: int) -> dict[str, Any] | None:
+    """Counters after an acquire: ``reclaimed`` expired leases went back to pending and
+    ``leased`` tasks left it (None: nothing moved)."""
+    if not leased and not reclaimed:
+        return None
+    moved = leased - reclaimed
+    return counter_delta(run_id, now, pending=-moved, assigned=moved)
+
+
+def released_delta(run_id: int, now: float, released: int) -> dict[str, Any] | None:
+    """Counters after ``released`` leased tasks went back to pending (None: none did)."""
+    if not released:
+        return None
+    return counter_delta(run_id, now, pending=released, assigned=-released)
+
+
+def ended_delta(run_id: int, now: float, ended: int) -> dict[str, Any] | None:
+    """Counters after ``ended`` pending tasks of dead hosts failed (None: none did)."""
+    if not ended:
+        return None
+    return counter_delta(run_id, now, pending=-ended, failed=ended)
+
+
+# -- acquire ------------------------------------------------------------------------------
+
+
+def candidate_scan(limit: int, per_host: int | None) -> int:
+    """How many candidate rows to read for ``limit`` leases: more when hosts are capped,
+    so that a run whose first pending tasks all share one host still fills the batch."""
+    return limit if per_host is None else limit * 8
+
+
+def pick_per_host(candidates: Iterable[Row], limit: int, per_host: int | None) -> list[int]:
+    """Ids of the first ``limit`` candidates, at most ``per_host`` of any one host."""
+    picked: list[int] = []
+    taken: dict[str, int] = {}
+    for row in candidates:
+        host = row["host"]
+        if per_host is not None and taken.get(host, 0) >= per_host:
+            continue
+        taken[host] = taken.get(host, 0) + 1
+        picked.append(row["id"])
+        if len(picked) >= limit:
+            break
+    return picked
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def report_query(report: TaskReport, max_retries: int, now: float) -> tuple[str, dict[str, Any]]:
+    """The query that applies one report under its lease, and its parameters (the backend
+    adds ``outcome``, ``final_url`` and ``redirects``, which it encodes its own way).
+
+    A success completes the task; a failure goes back to pending after ``retry_delay``
+    while attempts are left, else fails for good (``give_up`` fails it at once).
+    """
+    lease = report.lease
+    params: dict[str, Any] = {"task_id": lease.task_id, "token": lease.token, "now": now}
+    if report.ok:
+        params.update(http_status=report.http_status, error=report.error)
+        return "mark_completed", params
+    params.update(
+        max_retries=max_retries,
+        retry_at=now + report.retry_delay,
+        give_up=report.give_up,
+        http_status=report.http_status or None,
+        error=report.error or "failed",
+    )
+    return "mark_failed_attempt", params
+
+
+@dataclass(slots=True)
+class ReportTally:
+    """One report batch's decisions: a verdict per report, the run's counter moves, the
+    accepted reports (their attempt history) and the links they discovered."""
+
+    verdicts: list[ReportVerdict] = field(default_factory=list)
+    moves: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    accepted: list[TaskReport] = field(default_factory=list)
+    discovered: list[NewTask] = field(default_factory=list)
+
+    def lost(self) -> None:
+        """The report's lease was no longer current: it changes nothing."""
+        self.verdicts.append(ReportVerdict.LEASE_LOST)
+
+    def accept(self, report: TaskReport, state: TaskState) -> bool:
+        """The report moved its task to ``state``; True when its records are to be saved.
+
+        Records are saved only with a final answer (completed, or failed for good): a
+        retried attempt's records come again with the attempt that ends it.
+        """
+        self.verdicts.append(ReportVerdict.ACCEPTED)
+        self.accepted.append(report)
+        self.moves["assigned"] -= 1
+        self.moves[state.value] += 1
+        if state is TaskState.PENDING:
+            self.moves["retries"] += 1
+        if report.http_status > 0:
+            self.moves["pages_fetched"] += 1
+            self.moves["bytes_fetched"] += report.bytes_fetched
+        self.discovered.extend(report.discovered)
+        return bool(report.records) and state is not TaskState.PENDING
+
+    def counter_params(self, run_id: int, now: float) -> dict[str, Any] | None:
+        """Parameters of ``move_counters`` for the batch; None when no counter moved."""
+        if not any(self.moves.values()):
+            return None
+        return counter_delta(run_id, now, **self.moves)
+
+
+def prune_bounds(accepted: Sequence[TaskReport], keep: int) -> dict[int, int]:
+    """Tasks whose history outgrew ``keep`` attempts: task id -> last attempt to drop.
+
+    Empty for almost every batch (a task attempted at most ``keep`` times has nothing to
+    drop), so pruning costs nothing on the common path."""
+    return {
+        report.lease.task_id: report.lease.attempt_count - keep
+        for report in accepted
+        if report.lease.attempt_count > keep
+    }
+
+
+# -- coordination -------------------------------------------------------------------------
+
+
+def fair_share(hosts_with_work: int, live_workers: int, cap: int | None) -> int:
+    """How many hosts one worker may hold: an even split, at least one, at most ``cap``."""
+    share = max(1, math.ceil(hosts_with_work / max(1, live_workers)))
+    return share if cap is None else min(share, cap)
+
+
+def claim_step(held: int, share: int) -> tuple[str, dict[str, int]] | None:
+    """What a worker holding ``held`` claims does about its ``share``: drop the surplus,
+    claim more, or nothing. A little slack (one over the share is kept) so that claims do
+    not flap between workers."""
+    if held > share + 1:
+        return "drop_surplus_claims", {"surplus": held - share}
+    if held < share:
+        return "claim_free_hosts", {"limit": share - held}
+    return None
+
+
+def gone_worker_params(worker: WorkerInfo) -> dict[str, Any]:
+    """The facts a gone worker was proven gone on: its row must still show them all."""
+    return {
+        "worker_id": worker.worker_id,
+        "host": worker.host,
+        "pid": worker.pid,
+        "boot_id": worker.boot_id,
+        "proc_start": worker.proc_start,
+    }
+
+
+# -- supervision --------------------------------------------------------------------------
+
+
+def recovery_step(
+    row: Row, *, stale_after: float, max_crash_retries: int
+) -> tuple[str, dict[str, Any]]:
+    """What becomes of a stale running run (a ``select_stale_running`` row): re-queued
+    without spending a retry when its workers left cleanly, re-queued as crashed while
+    retries are left, else failed. The query and its extra parameters."""
+    if row["workers_left"]:
+        return "requeue_left", {}
+    if row["crash_retries"] < max_crash_retries:
+        return "requeue_crashed", {
+            "reason": f"crashed (no heartbeat for {stale_after:g}s); re-queued"
+        }
+    return "fail_crashed", {}
+
+
+# -- the domain registry ------------------------------------------------------------------
+
+
+def root_reachable(
+    state: str, outcome: str | None, http_status: int | None, site_blocked: bool
+) -> bool:
+    """Whether a finished root task shows its site answering.
+
+    A root that failed as ``unreachable`` or ``timeout``, or failed with no HTTP response at
+    all (robots.txt unreachable until the retries ran out), did not answer. A robots.txt
+    that answered and disallows the whole site (the run marked the host ``blocked``) is an
+    answer, and so is any HTTP status, an error page included.
+    """
+    if state != "failed":
+        return True
+    if outcome in UNREACHABLE_OUTCOMES:
+        return False
+    return http_status is not None or site_blocked
+
+
+def lifecycle_changes(
+    run_id: int, rows: Iterable[Mapping[str, Any]], now: float
+) -> tuple[ScanSummary, list[dict[str, Any]]]:
+    """The stale lifecycle (SPEC S2) for the roots a scan finished: what it did, and the
+    parameters of ``update_domain_lifecycle`` for each domain.
+
+    Reachable: stale and streak reset. First unreachable scan: stale, streak 1, still
+    active. Second consecutive (streak 2 or more): out of the active scan set.
+    """
+    seen: dict[str, tuple[bool, int, bool]] = {}  # host -> (active, streak, reachable)
+    for row in rows:
+        host = row["host"]
+        reachable = root_reachable(
+            row["state"], row["outcome"], row["http_status"], bool(row["site_blocked"])
+        )
+        if host in seen:  # several roots (seeds) on one host: any answer counts
+            reachable = reachable or seen[host][2]
+        seen[host] = (bool(row["active"]), int(row["unreachable_streak"]), reachable)
+    ok: list[str] = []
+    stale: list[str] = []
+    deactivated: list[str] = []
+    updates: list[dict[str, Any]] = []
+    for host, (active, streak, reachable) in seen.items():
+        if reachable:
+            ok.append(host)
+            streak, is_stale = 0, False
+        else:
+            streak, is_stale = streak + 1, True
+            if streak == 1:
+                stale.append(host)
+            elif active:
+                deactivated.append(host)
+            active = active and streak < 2
+        updates.append({"host": host, "active": active, "stale": is_stale, "streak": streak,
+                        "run_id": run_id, "now": now})  # fmt: skip
+    summary = ScanSummary(
+        run_id=run_id,
+        reachable=tuple(ok),
+        newly_stale=tuple(stale),
+        deactivated=tuple(deactivated),
+    )
+    return summary, updates
