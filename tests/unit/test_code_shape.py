@@ -34,7 +34,6 @@ ALLOWED: dict[str, str] = {
     "models.py": SPLITTING,
     "cli/crawl.py": SPLITTING,
     "cli/domains.py": SPLITTING,
-    "testing.py": SPLITTING,
     "cli/crawl.py::crawl_command": SPLITTING,
     "cli/crawl.py::worker_command": SPLITTING,
     "cli/domains.py::schedule_command": SPLITTING,

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from selectolax.lexbor import LexborHTMLParser
 
-from sitesync import testing
+import sitesync
 from sitesync.testing import OUT_OF_SCOPE_IPS, LoopbackSite, SiteSpec
 
 SPEC = SiteSpec(hosts=2, pages_per_host=20)
@@ -181,7 +181,7 @@ def test_spec_rejects_hosts_overlapping_out_of_scope_ips() -> None:
 def test_serve_forever_in_another_process() -> None:
     env = dict(os.environ)
     # The child imports sitesync from wherever this process did.
-    src = str(Path(testing.__file__).resolve().parents[1])
+    src = str(Path(sitesync.__file__).resolve().parents[1])
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, "-m", "sitesync.testing", "--hosts", "2", "--pages-per-host", "5"]
     cmd += ["--port", "0", "--no-log", "--stats-path", "/__stats__"]
