@@ -7,27 +7,20 @@ crawl is kept at ``test-artifacts/dashboard.png`` (git-ignored) for people to lo
 
 from __future__ import annotations
 
-import queue
-import re
-import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from sitesync.models import RunStatus
 from sitesync.testing import LoopbackSite, SiteSpec
+from tests._dashboard import running_dashboard, stop
 from tests.acceptance._cli import read_run, sitesync
 
 SCREENSHOT = Path(__file__).parents[2] / "test-artifacts" / "dashboard.png"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -36,22 +29,6 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
-
-
-def stop(process: subprocess.Popen[str], *readers: threading.Thread, kill: bool = False) -> None:
-    """End a CLI process we started, and close its pipes once nothing reads them."""
-    if process.poll() is None:
-        process.kill() if kill else process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    for reader in readers:
-        reader.join(timeout=5)  # it ends at EOF, now that the process is gone
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            stream.close()
 
 
 @pytest.fixture
@@ -66,36 +43,15 @@ def crawl_and_dashboard(
         "--no-sitemaps", "--delay", "0", "--per-host-concurrency", "1",
         "--heartbeat-seconds", "0.5",
     )  # fmt: skip
-    dashboard = sitesync(
-        "dashboard", "--db", str(db), "--port", "0", settings={"dashboard_sample_seconds": "0.5"}
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    assert dashboard.stderr is not None
-    stream = dashboard.stderr
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True)
-    reader.start()
     try:
-        yield _announced_url(dashboard, lines), db
+        with running_dashboard(
+            "--db", str(db), settings={"dashboard_sample_seconds": "0.5"}
+        ) as url:
+            yield url, db
     finally:
         # Killed: a graceful stop waits for in-flight pages, which this test does not need
         # (a SIGKILL loses nothing committed: tests/acceptance/test_crash_and_stop.py).
         stop(crawl, kill=True)
-        stop(dashboard, reader)
-
-
-def _announced_url(dashboard: subprocess.Popen[str], lines: queue.Queue[str]) -> str:
-    """The URL ``sitesync dashboard`` prints (on stderr) once it listens."""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.5)
-        except queue.Empty:
-            assert dashboard.poll() is None, "sitesync dashboard exited"
-            continue
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        if found:
-            return found.group(0)
-    raise AssertionError("sitesync dashboard never said where it listens")
 
 
 def run_status(db: Path) -> RunStatus:
@@ -109,45 +65,40 @@ def number(page: Page, testid: str) -> int:
     return int(page.get_by_test_id(testid).inner_text().replace(",", ""))
 
 
-def test_watch_a_crawl_then_pause_and_resume_it(crawl_and_dashboard: tuple[str, Path]) -> None:
+def test_watch_a_crawl_then_pause_and_resume_it(
+    crawl_and_dashboard: tuple[str, Path], chromium: Browser
+) -> None:
     url, db = crawl_and_dashboard
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(url)
-            page.get_by_test_id("run-id").filter(has_text="1").wait_for(timeout=15_000)
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url)
+    page.get_by_test_id("run-id").filter(has_text="1").wait_for(timeout=15_000)
 
-            # Progress grows without a reload: read the numbers twice.
-            first = number(page, "run-pages-fetched")
-            # Polled from here: the page's Content-Security-Policy forbids evaluated strings.
-            wait_for(lambda: number(page, "run-pages-fetched") > first, 10, "progress shown")
-            assert page.get_by_test_id("run-status").inner_text() == "running"
-            assert number(page, "total-pending") >= 0
-            page.locator("#chart polyline.rate").wait_for(timeout=10_000)
-            SCREENSHOT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            print(f"dashboard screenshot: {SCREENSHOT}")
+    # Progress grows without a reload: read the numbers twice.
+    first = number(page, "run-pages-fetched")
+    # Polled from here: the page's Content-Security-Policy forbids evaluated strings.
+    wait_for(lambda: number(page, "run-pages-fetched") > first, 10, "progress shown")
+    assert page.get_by_test_id("run-status").inner_text() == "running"
+    assert number(page, "total-pending") >= 0
+    page.locator("#chart polyline.rate").wait_for(timeout=10_000)
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    print(f"dashboard screenshot: {SCREENSHOT}")
 
-            dialogs: list[str] = []
+    dialogs: list[str] = []
 
-            def accept(dialog: object) -> None:
-                dialogs.append(dialog.message)  # type: ignore[attr-defined]
-                dialog.accept()  # type: ignore[attr-defined]
+    def accept(dialog: object) -> None:
+        dialogs.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.accept()  # type: ignore[attr-defined]
 
-            page.on("dialog", accept)
-            page.get_by_test_id("action-pause").click()
-            wait_for(lambda: run_status(db) is RunStatus.PAUSED, 10, "run 1 paused")
-            page.get_by_test_id("run-status").filter(has_text="paused").wait_for(timeout=5000)
-            page.get_by_test_id("action-resume").wait_for(state="visible")
-            wait_for(page.get_by_test_id("action-resume").is_enabled, 5, "resume enabled")
-            page.get_by_test_id("action-resume").click()
-            wait_for(lambda: run_status(db) is RunStatus.RUNNING, 10, "run 1 running")
-            assert dialogs == ["Pause run 1?", "Resume run 1?"]
-            assert errors == []
-        finally:
-            browser.close()
+    page.on("dialog", accept)
+    page.get_by_test_id("action-pause").click()
+    wait_for(lambda: run_status(db) is RunStatus.PAUSED, 10, "run 1 paused")
+    page.get_by_test_id("run-status").filter(has_text="paused").wait_for(timeout=5000)
+    page.get_by_test_id("action-resume").wait_for(state="visible")
+    wait_for(page.get_by_test_id("action-resume").is_enabled, 5, "resume enabled")
+    page.get_by_test_id("action-resume").click()
+    wait_for(lambda: run_status(db) is RunStatus.RUNNING, 10, "run 1 running")
+    assert dialogs == ["Pause run 1?", "Resume run 1?"]
+    assert errors == []

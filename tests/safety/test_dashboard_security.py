@@ -1,27 +1,22 @@
 """The dashboard against the browser attacks it can meet, in a real headless Chromium.
 
 ``sitesync dashboard`` runs as the real CLI; the browser is /usr/bin/chromium through
-playwright, launched as tests/integration/test_dashboard_browser.py does.
+playwright (the ``chromium`` fixture of tests/_dashboard.py).
 """
 
 from __future__ import annotations
 
-import queue
-import re
 import secrets
-import subprocess
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Browser
 
+from tests._dashboard import running_dashboard
 from tests.acceptance._cli import sitesync
-from tests.integration.test_dashboard_browser import CHROMIUM_ARGS, stop
 
 EXPECTED_HEADERS = {
     "x-frame-options": "DENY",
@@ -34,30 +29,8 @@ EXPECTED_HEADERS = {
 def dashboard(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A dashboard with a token on a free port; yields its URL and the token."""
     token = secrets.token_urlsafe(24)
-    process = sitesync("dashboard", "--db", str(tmp_path / "d.db"), "--port", "0", "--token", token)
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stderr is not None
-    stream = process.stderr
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True)
-    reader.start()
-    try:
-        yield _announced(process, lines), token
-    finally:
-        stop(process, reader)
-
-
-def _announced(process: subprocess.Popen[str], lines: queue.Queue[str]) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.5)
-        except queue.Empty:
-            assert process.poll() is None, "sitesync dashboard exited"
-            continue
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        if found:
-            return found.group(0)
-    raise AssertionError("sitesync dashboard never said where it listens")
+    with running_dashboard("--db", str(tmp_path / "d.db"), "--token", token) as url:
+        yield url, token
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str]]:
@@ -70,90 +43,74 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str,
 
 
 def test_the_token_is_exchanged_for_a_session_and_leaves_the_address_bar(
-    dashboard: tuple[str, str],
+    dashboard: tuple[str, str], chromium: Browser
 ) -> None:
     url, token = dashboard
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        try:
-            context = browser.new_context()
-            page = context.new_page()
-            console: list[str] = []
-            errors: list[str] = []
-            page.on("console", lambda message: console.append(message.text))
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            documents = []
-            page.on(
-                "response",
-                lambda r: documents.append(r) if r.request.is_navigation_request() else None,
-            )
-            page.goto(f"{url}?token={token}")
-            page.get_by_test_id("refreshed").filter(has_not_text="loading").wait_for(timeout=15_000)
+    context = chromium.new_context()
+    page = context.new_page()
+    console: list[str] = []
+    errors: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    documents = []
+    page.on(
+        "response",
+        lambda r: documents.append(r) if r.request.is_navigation_request() else None,
+    )
+    page.goto(f"{url}?token={token}")
+    page.get_by_test_id("refreshed").filter(has_not_text="loading").wait_for(timeout=15_000)
 
-            # Redirected away: the token is in neither the address bar nor the history.
-            assert page.url == url
-            assert [r.status for r in documents] == [303, 200]
-            # The cookie is a random session id, HttpOnly and SameSite=Strict, not the token.
-            [cookie] = context.cookies()
-            assert cookie["value"] != token and token not in cookie["value"]
-            assert len(cookie["value"]) >= 32
-            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
-            assert page.evaluate("document.cookie") == ""  # no script can read it
-            # The page worked under its Content-Security-Policy: no violation, no error.
-            assert errors == []
-            assert not [m for m in console if "Content Security Policy" in m], console
-            headers = documents[-1].all_headers()
-            for name, value in EXPECTED_HEADERS.items():
-                assert headers[name] == value
-            assert "frame-ancestors 'none'" in headers["content-security-policy"]
-            assert "script-src 'self'" in headers["content-security-policy"]
+    # Redirected away: the token is in neither the address bar nor the history.
+    assert page.url == url
+    assert [r.status for r in documents] == [303, 200]
+    # The cookie is a random session id, HttpOnly and SameSite=Strict, not the token.
+    [cookie] = context.cookies()
+    assert cookie["value"] != token and token not in cookie["value"]
+    assert len(cookie["value"]) >= 32
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert page.evaluate("document.cookie") == ""  # no script can read it
+    # The page worked under its Content-Security-Policy: no violation, no error.
+    assert errors == []
+    assert not [m for m in console if "Content Security Policy" in m], console
+    headers = documents[-1].all_headers()
+    for name, value in EXPECTED_HEADERS.items():
+        assert headers[name] == value
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert "script-src 'self'" in headers["content-security-policy"]
 
-            # The session works where the browser sends it, and nowhere else.
-            status, _ = get(
-                f"{url}api/status", {"Cookie": f"sitesync_dashboard_session={cookie['value']}"}
-            )
-            assert status == 200
-            status, _ = get(f"{url}api/status", {"Cookie": f"sitesync_dashboard_session={token}"})
-            assert status == 401
-            # Back in history: the address with the token was replaced, never kept.
-            page.go_back()
-            assert token not in page.url
-            # A browser without the session is refused.
-            stranger = browser.new_context().new_page()
-            assert stranger.goto(url).status == 401  # type: ignore[union-attr]
-        finally:
-            browser.close()
+    # The session works where the browser sends it, and nowhere else.
+    status, _ = get(f"{url}api/status", {"Cookie": f"sitesync_dashboard_session={cookie['value']}"})
+    assert status == 200
+    status, _ = get(f"{url}api/status", {"Cookie": f"sitesync_dashboard_session={token}"})
+    assert status == 401
+    # Back in history: the address with the token was replaced, never kept.
+    page.go_back()
+    assert token not in page.url
+    # A browser without the session is refused.
+    stranger = chromium.new_context().new_page()
+    assert stranger.goto(url).status == 401  # type: ignore[union-attr]
 
 
 def test_another_site_cannot_frame_the_dashboard(
-    dashboard: tuple[str, str], tmp_path: Path
+    dashboard: tuple[str, str], tmp_path: Path, chromium: Browser
 ) -> None:
     url, token = dashboard
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
+    page = chromium.new_page()
+    page.goto(f"{url}?token={token}")  # logged in: a framed page would be usable
+    page.get_by_test_id("runs").wait_for(timeout=15_000)
+    evil = tmp_path / "evil.html"
+    evil.write_text(f'<iframe id="f" src="{url}" width="800" height="600"></iframe>')
+    page.goto(evil.as_uri())
+    page.wait_for_timeout(2000)
+    framed = [f for f in page.frames if f != page.main_frame]
+    assert framed, "the iframe was not created"
+    for frame in framed:
         try:
-            page = browser.new_page()
-            page.goto(f"{url}?token={token}")  # logged in: a framed page would be usable
-            page.get_by_test_id("runs").wait_for(timeout=15_000)
-            evil = tmp_path / "evil.html"
-            evil.write_text(f'<iframe id="f" src="{url}" width="800" height="600"></iframe>')
-            page.goto(evil.as_uri())
-            page.wait_for_timeout(2000)
-            framed = [f for f in page.frames if f != page.main_frame]
-            assert framed, "the iframe was not created"
-            for frame in framed:
-                try:
-                    content = frame.content()
-                except Exception:  # a blocked frame may not even have a document
-                    content = ""
-                # Not even the refusal page: the browser rendered nothing of the dashboard.
-                assert "sitesync" not in content, content[:300]
-        finally:
-            browser.close()
+            content = frame.content()
+        except Exception:  # a blocked frame may not even have a document
+            content = ""
+        # Not even the refusal page: the browser rendered nothing of the dashboard.
+        assert "sitesync" not in content, content[:300]
 
 
 def test_every_response_carries_the_security_headers(dashboard: tuple[str, str]) -> None:
