@@ -16,19 +16,15 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from sitesync.cadence import check_cadence
 from sitesync.errors import ConfigError
-from sitesync.fetch.adaptive import PaceSettings
-from sitesync.fetch.base import FetchLimits
-from sitesync.fetch.http import default_user_agent
-from sitesync.fetch.netpolicy import NetworkPolicy, parse_networks
-from sitesync.frontier.retry import RetryPolicy
+from sitesync.networks import parse_networks
 from sitesync.redact import redact, remember_secret, remember_secrets
-from sitesync.runs.scans import DEFAULT_CADENCE, check_cadence
-from sitesync.runs.worker import WorkerOptions
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
 from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT
 from sitesync.urls import DEFAULT_SESSION_PARAMS
+from sitesync.useragent import default_user_agent
 
 DEFAULT_DB = "sitesync.db"
 
@@ -265,7 +261,7 @@ class Settings(BaseSettings):
     from ``<scan_scheme>://HOST/``, and where that redirects (to https, to ``www.``) joins
     the scan."""
 
-    scan_cadence: str = DEFAULT_CADENCE
+    scan_cadence: str = "0 3 1 * *"
     """Cadence of ``sitesync schedule`` when ``--cadence`` is not given: a cron expression
     of 5 fields, read in UTC. The default is monthly, on the 1st at 03:00 UTC."""
 
@@ -334,7 +330,7 @@ class Settings(BaseSettings):
     def _check_combinations(self) -> Settings:
         if not self.user_agent.strip():
             self.user_agent = default_user_agent(self.contact)
-        heartbeat = self.worker_options().heartbeat
+        heartbeat = self.heartbeat
         if self.lease_seconds < 2 * heartbeat:
             raise ValueError(
                 f"lease_seconds ({self.lease_seconds:g}) must be at least twice "
@@ -376,12 +372,11 @@ class Settings(BaseSettings):
             TomlConfigSettingsSource(settings_cls, toml_file=_settings_file()),
         )
 
-    def network_policy(self) -> NetworkPolicy:
-        """Which addresses requests may connect to (every fetcher of a worker uses it)."""
-        return NetworkPolicy(
-            allow_private=self.allow_private_networks,
-            allowed=parse_networks(self.allowed_networks),
-        )
+    @property
+    def heartbeat(self) -> float:
+        """Seconds between two renewals of a worker's leases and claims (and its run's sign
+        of life): ``heartbeat_seconds``, or derived from the lease and claim lengths."""
+        return derived_heartbeat(self.heartbeat_seconds, self.lease_seconds, self.claim_seconds)
 
     def store_options(self) -> dict[str, float]:
         """``open_store`` keywords: how long transient store faults are waited out."""
@@ -390,52 +385,15 @@ class Settings(BaseSettings):
             "sqlite_busy_timeout": self.sqlite_busy_timeout,
         }
 
-    def fetch_limits(self) -> FetchLimits:
-        # The total bounds everything: a shorter --timeout needs no other timeout lowered.
-        return FetchLimits(
-            connect_timeout=min(self.connect_timeout, self.total_timeout),
-            read_timeout=min(self.read_timeout, self.total_timeout),
-            total_timeout=self.total_timeout,
-            max_body_bytes=self.max_body_bytes,
-            max_redirects=self.max_redirects,
-        )
 
-    def worker_options(self) -> WorkerOptions:
-        return WorkerOptions(
-            concurrency=self.concurrency,
-            per_host_concurrency=self.per_host_concurrency,
-            per_host_delay=self.delay,
-            adaptive=PaceSettings(
-                enabled=self.adaptive_politeness,
-                max_delay=self.adaptive_max_delay,
-                recovery_seconds=self.adaptive_recovery_seconds,
-                latency_factor=self.adaptive_latency_factor,
-            ),
-            lease_seconds=self.lease_seconds,
-            in_flight_limit=self.in_flight_limit,
-            respect_robots=self.respect_robots,
-            robots_recheck_seconds=self.robots_recheck_seconds,
-            dead_host_attempts=self.dead_host_attempts,
-            dead_host_recheck=self.dead_host_recheck_seconds,
-            sitemaps=self.sitemaps,
-            follow_offsite_seed_redirects=self.follow_offsite_seed_redirects,
-            sitemap_max_bytes=self.max_body_bytes,
-            max_crawl_delay=self.max_crawl_delay,
-            max_retry_after=self.max_retry_after,
-            heartbeat_seconds=self.heartbeat_seconds,
-            status_poll=self.status_poll_seconds,
-            claim_seconds=self.claim_seconds,
-            claim_safety=self.total_timeout + 1,
-            max_claims=self.max_claims_per_worker,
-            stats_flush_interval=self.domain_stats_flush_interval_pages,
-            max_links_per_page=self.max_links_per_page,
-            max_parse_bytes=self.max_parse_bytes,
-            retry=RetryPolicy(
-                initial=self.retry_backoff,
-                maximum=self.retry_backoff_max,
-                jitter=min(1.0, self.retry_backoff),
-            ),
-        )
+def derived_heartbeat(
+    heartbeat_seconds: float, lease_seconds: float, claim_seconds: float
+) -> float:
+    """The renewal interval: as set, or (0) a third of the shorter of lease and claim, at most
+    10 s, so that one missed renewal never loses either."""
+    if heartbeat_seconds > 0:
+        return heartbeat_seconds
+    return max(0.05, min(10.0, lease_seconds / 3, claim_seconds / 3))
 
 
 def settings_reference() -> str:

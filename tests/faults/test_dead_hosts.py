@@ -20,6 +20,7 @@ from sitesync.config import load_settings
 from sitesync.errors import ConfigError
 from sitesync.models import HostStatus, RunHost, RunStatus, TaskState
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.wiring import worker_options
 from sitesync.store import open_store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import LoopbackSite, SiteSpec
@@ -180,7 +181,7 @@ async def test_a_worker_taking_a_host_over_continues_its_failure_count(tmp_path:
 
 def test_dead_host_settings_are_read_and_checked() -> None:
     settings = load_settings(dead_host_attempts=4, dead_host_recheck_seconds="1, 2.5")
-    options = settings.worker_options()
+    options = worker_options(settings)
     assert (options.dead_host_attempts, options.dead_host_recheck) == (4, (1.0, 2.5))
     with pytest.raises(ConfigError, match="dead_host_recheck_seconds"):
         load_settings(dead_host_recheck_seconds="5,-1")

@@ -24,14 +24,14 @@ from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import HostState, Run
+from sitesync.readmodel.overview import Overview, OverviewOptions
+from sitesync.readmodel.schema import RunSummary
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
 from sitesync.store import open_store
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK
 from sitesync.testing_load import LoadedSite
-from sitesync.web.overview import Overview, OverviewOptions
-from sitesync.web.schema import RunSummary
 from tests.contract.test_frontier_store import running_run, task
 
 DELAY = 0.05

@@ -21,6 +21,7 @@ from sitesync.fetch.base import FetchLimits, FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
 from sitesync.models import RunStatus, TaskState
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.wiring import fetch_limits, network_policy
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK, OUT_OF_SCOPE_IPS, Handler, LoopbackSite, SiteSpec
 
@@ -223,10 +224,10 @@ async def test_a_crawl_with_the_browser_follows_javascript_inserted_links(
         retry_backoff_max=0.05,
     )
     fetcher = BrowserFetcher(
-        limits=settings.fetch_limits(),
+        limits=fetch_limits(settings),
         user_agent=settings.user_agent,
         settle_ms=300,
-        network=settings.network_policy(),
+        network=network_policy(settings),
     )
     store = await SqliteStore.open(settings.db)
     try:

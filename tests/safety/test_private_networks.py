@@ -31,6 +31,7 @@ from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.netpolicy import ForbiddenAddress, IPAddress, NetworkPolicy, address_kind
 from sitesync.models import Run, Task
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.wiring import network_policy
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.web import create_app
@@ -328,7 +329,7 @@ def test_networks_from_the_environment_are_comma_separated(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(OPEN_NETWORKS_ENV, "10.1.0.0/16, fd00::/8")
-    policy = load_settings().network_policy()
+    policy = network_policy(load_settings())
     assert [str(n) for n in policy.allowed] == ["10.1.0.0/16", "fd00::/8"]
     assert not policy.allow_private
 
@@ -594,7 +595,7 @@ def test_supervise_hands_its_opened_networks_to_its_workers() -> None:
     }
     os.environ.update(env)
     try:
-        assert load_settings().network_policy() == settings.network_policy()
+        assert network_policy(load_settings()) == network_policy(settings)
     finally:
         for name in env:
             del os.environ[name]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sitesync.models import Run, RunConfig, RunCounters, RunStatus
-from sitesync.web.samples import SampleBook
+from sitesync.readmodel.samples import SampleBook
 
 
 def run_at(pages: int, pending: int = 5, run_id: int = 1) -> Run:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sitesync.cadence import check_cadence
 from sitesync.cli.domains import normalize_domain, read_domain_list
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError, InvalidURL
-from sitesync.runs.scans import check_cadence
 
 
 @pytest.mark.parametrize(

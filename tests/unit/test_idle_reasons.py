@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 
 from sitesync.models import Claim, HostBacklog, HostState, RunStatus, WorkerInfo, WorkerLeases
-from sitesync.web.idle import IdleFacts, ago, clock_time, idle_reasons
+from sitesync.readmodel.idle import IdleFacts, ago, clock_time, idle_reasons
 
 NOW = time.mktime((2031, 5, 6, 14, 0, 0, 0, 0, -1))  # 14:00 local time
 

@@ -6,6 +6,7 @@ from sitesync.config import load_settings
 from sitesync.errors import ConfigError
 from sitesync.frontier.scope import Scope
 from sitesync.models import RunConfig
+from sitesync.runs.wiring import fetch_limits
 
 
 def scope(**config: object) -> Scope:
@@ -65,7 +66,7 @@ def test_invalid_settings_fail_fast_with_one_line(
 
 
 def test_a_short_total_timeout_caps_the_others() -> None:
-    limits = load_settings(total_timeout=2).fetch_limits()
+    limits = fetch_limits(load_settings(total_timeout=2))
     assert limits.connect_timeout == limits.read_timeout == limits.total_timeout == 2
 
 

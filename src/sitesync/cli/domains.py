@@ -37,6 +37,7 @@ from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
 from sitesync.models import Domain, DomainScan, Schedule
 from sitesync.runs.crawl import CrawlRequest
 from sitesync.runs.scans import schedule_scan, start_scan
+from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
 from sitesync.urls import normalize_url, url_host
 
@@ -173,7 +174,7 @@ def import_command(
     become active again). Bad lines are reported by number and skipped; so are IP literals
     of non-public networks that are not opened (--allow-network, --allow-private-networks)."""
     settings = load_settings(db=db, **network_overrides(allow_private_networks, allow_network))
-    found = read_domain_list(_read_file(file), settings.network_policy())
+    found = read_domain_list(_read_file(file), network_policy(settings))
     for line, problem in found.problems:
         err_console.print(styled(f"line {line}:", "yellow"), problem, soft_wrap=True)
     if not found.hosts:

@@ -10,11 +10,11 @@ from rich.text import Text
 from sitesync.cli._common import DbOption, plain_console, styled, with_store
 from sitesync.cli.runs import status_text
 from sitesync.config import load_settings
+from sitesync.readmodel.idle import ago
+from sitesync.readmodel.overview import Overview, OverviewOptions
+from sitesync.readmodel.schema import StatusOverview
 from sitesync.redact import redact
 from sitesync.store import Store
-from sitesync.web.idle import ago
-from sitesync.web.overview import Overview, OverviewOptions
-from sitesync.web.schema import StatusOverview
 
 console = plain_console()
 

@@ -27,18 +27,7 @@ from sitesync.fetch.base import (
 from sitesync.fetch.netpolicy import GuardedResolver, NetworkPolicy, forbidden_cause
 from sitesync.fetch.text import header_text, safe_text
 from sitesync.urls import resolve_link
-
-#: sitesync's product token. No URL of sitesync's own goes with it: the project has no public
-#: page this code could vouch for, so the User-Agent names the operator's contact instead.
-PRODUCT = "sitesync/0.1"
-DEFAULT_USER_AGENT = PRODUCT + " (contact not configured)"
-
-
-def default_user_agent(contact: str) -> str:
-    """``sitesync/0.1 (+CONTACT)``: who runs this crawler and how a site owner reaches them."""
-    contact = " ".join(contact.split())  # no header injection through a newline
-    return f"{PRODUCT} (+{contact})" if contact else DEFAULT_USER_AGENT
-
+from sitesync.useragent import DEFAULT_USER_AGENT, PRODUCT, default_user_agent
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml")

@@ -18,15 +18,13 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+from sitesync.networks import IPAddress, IPNetwork, parse_address, parse_networks
 
 OPEN_HINT = "open it with allowed_networks or allow_private_networks"
 
@@ -94,27 +92,6 @@ def address_kind(ip: IPAddress) -> str | None:
     if not ip.is_global or ip.is_reserved:
         return "reserved"  # documentation, benchmarking, 240/4, unassigned IPv6, ...
     return None
-
-
-def parse_networks(entries: Iterable[str]) -> tuple[IPNetwork, ...]:
-    """CIDRs (or bare addresses) as networks; a ``ValueError`` names the bad entry."""
-    networks = []
-    for entry in entries:
-        text = entry.strip().strip("[]")
-        try:
-            networks.append(ipaddress.ip_network(text, strict=False))
-        except ValueError:
-            raise ValueError(f"{entry!r} is not an IP network in CIDR form") from None
-    return tuple(networks)
-
-
-def parse_address(host: str) -> IPAddress | None:
-    """``host`` as an IP address (IPv6 brackets and zone ids allowed); None for a name."""
-    text = host.strip().strip("[]").split("%", 1)[0]
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +189,8 @@ def forbidden_cause(exc: BaseException) -> ForbiddenAddress | None:
 __all__ = [
     "ForbiddenAddress",
     "GuardedResolver",
+    "IPAddress",
+    "IPNetwork",
     "NetworkPolicy",
     "address_kind",
     "embedded_ipv4",

@@ -27,6 +27,7 @@ from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.waits import wait_set
+from sitesync.runs.wiring import fetch_limits, network_policy, worker_options
 from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
 from sitesync.urls import set_session_params
@@ -176,7 +177,7 @@ def _new_worker(
         store,
         run,
         page_fetcher,
-        options=settings.worker_options(),
+        options=worker_options(settings),
         worker_id=worker_id,
         robots_fetcher=plain,
         plugins=plugins,
@@ -188,11 +189,11 @@ def _plain_fetcher(settings: Settings, worker_id: str) -> HttpFetcher:
     and robots.txt and sitemaps always."""
     extra_headers = {"X-Sitesync-Worker": worker_id} if settings.worker_id_header else {}
     return HttpFetcher(
-        limits=settings.fetch_limits(),
+        limits=fetch_limits(settings),
         user_agent=settings.user_agent,
         max_connections=settings.concurrency,
         extra_headers=extra_headers,
-        network=settings.network_policy(),
+        network=network_policy(settings),
     )
 
 
@@ -202,11 +203,11 @@ def _configured_fetcher(settings: Settings) -> Fetcher | None:
         from sitesync.fetch.browser import BrowserFetcher
 
         return BrowserFetcher(
-            limits=settings.fetch_limits(),
+            limits=fetch_limits(settings),
             user_agent=settings.user_agent,
             executable_path=settings.browser_executable,
             max_pages=settings.browser_pages,
-            network=settings.network_policy(),
+            network=network_policy(settings),
         )
     if settings.fetcher == "null":
         return NullFetcher.dry_run()

@@ -7,57 +7,25 @@ scan completes, its stale lifecycle is applied to the scope's domains exactly on
 completed it calls it, and so does whoever sees the run next (any worker, the supervisor's
 watchdog round, the start of the scope's next scan) in case that worker died first.
 
-Cadences are five-field cron expressions read in UTC, so every machine of a PostgreSQL
-deployment agrees on when a scan is due.
+Cadences are checked and stepped in :mod:`sitesync.cadence`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from croniter import CroniterBadDateError, croniter
-
+from sitesync.cadence import check_cadence, next_run_after
 from sitesync.errors import ConfigError, ScanConflict
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.models import Run, RunConfig, ScanSummary
 
-if TYPE_CHECKING:  # config.py imports this module to validate cadences
+if TYPE_CHECKING:
     from sitesync.config import Settings
     from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
-
-#: Monthly: on the 1st, at 03:00 UTC.
-DEFAULT_CADENCE = "0 3 1 * *"
-
-
-def check_cadence(cadence: str) -> str:
-    """The cadence with its whitespace tidied; ``ConfigError`` naming it when it is not a
-    five-field cron expression (or an alias such as ``@monthly``)."""
-    text = " ".join(cadence.split())
-    shaped = len(text.split()) == 5 or (text.startswith("@") and " " not in text)
-    if not (shaped and croniter.is_valid(text)):
-        raise ConfigError(
-            f"invalid cadence {cadence!r}: expected a cron expression of 5 fields "
-            f"(minute hour day-of-month month day-of-week), e.g. {DEFAULT_CADENCE!r} = monthly"
-        )
-    try:
-        croniter(text, datetime(2000, 1, 1, tzinfo=UTC)).get_next(float)
-    except CroniterBadDateError:
-        # Valid fields that name no date (31 February): a schedule that would never fire.
-        raise ConfigError(
-            f"cadence {cadence!r} names no date that exists: it would never fire"
-        ) from None
-    return text
-
-
-def next_run_after(cadence: str, after: float) -> float:
-    """The first time strictly after ``after`` (epoch seconds) that ``cadence`` names."""
-    start = datetime.fromtimestamp(after, tz=UTC)
-    return float(croniter(check_cadence(cadence), start).get_next(float))
 
 
 async def scan_config(store: Store, scope: str, settings: Settings) -> RunConfig:

@@ -1,15 +1,21 @@
 """The dashboard: a JSON API, a live page and Prometheus metrics over one store.
 
-``sitesync dashboard`` serves :func:`create_app`; ``sitesync status`` prints what
-:class:`Overview` assembles, the same values the API returns.
+``sitesync dashboard`` serves :func:`create_app`. What it shows comes from
+:mod:`sitesync.readmodel`, which ``sitesync status`` prints too.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sitesync.web.idle import IdleFacts, gather_idle_facts, idle_reasons
-from sitesync.web.overview import Action, Overview, OverviewOptions
+from sitesync.readmodel import (
+    Action,
+    IdleFacts,
+    Overview,
+    OverviewOptions,
+    gather_idle_facts,
+    idle_reasons,
+)
 
 if TYPE_CHECKING:
     from sitesync.web.app import create_app

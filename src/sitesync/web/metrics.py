@@ -20,8 +20,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from sitesync.models import OutcomeCount, Run
+from sitesync.readmodel.samples import SampleBook
 from sitesync.store.base import Store
-from sitesync.web.samples import SampleBook
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -8,10 +8,10 @@ from prometheus_client import Histogram
 from starlette.requests import Request
 
 from sitesync.config import Settings
+from sitesync.readmodel.overview import Overview, OverviewOptions
+from sitesync.readmodel.samples import SampleBook, Sampler
 from sitesync.store.base import Store
 from sitesync.web.metrics import store_latency_histogram, timed_store
-from sitesync.web.overview import Overview, OverviewOptions
-from sitesync.web.samples import SampleBook, Sampler
 
 
 @dataclass(slots=True)

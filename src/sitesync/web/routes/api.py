@@ -8,9 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import Response
 
 from sitesync.errors import InvalidURL
-from sitesync.web.metrics import CONTENT_TYPE, gather_run_metrics, render
-from sitesync.web.overview import Action, Overview
-from sitesync.web.schema import (
+from sitesync.readmodel.overview import Action, Overview
+from sitesync.readmodel.schema import (
     ApiError,
     RedirectChain,
     RunDetail,
@@ -19,6 +18,7 @@ from sitesync.web.schema import (
     RunSummary,
     StatusOverview,
 )
+from sitesync.web.metrics import CONTENT_TYPE, gather_run_metrics, render
 from sitesync.web.state import dashboard_of
 from sitesync.why import explain_url
 

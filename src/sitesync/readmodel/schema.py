@@ -1,4 +1,4 @@
-"""What the JSON API returns: frozen values, built by :mod:`sitesync.web.overview`.
+"""What the JSON API returns: frozen values, built by :mod:`sitesync.readmodel.overview`.
 
 FastAPI derives the OpenAPI description from these dataclasses, and ``sitesync status``
 prints the same values as tables, so the terminal and the dashboard never disagree.

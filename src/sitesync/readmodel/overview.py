@@ -1,6 +1,6 @@
 """The read model behind the dashboard, the JSON API and ``sitesync status``.
 
-Routes stay thin: each asks :class:`Overview` for one value of :mod:`sitesync.web.schema`
+Routes stay thin: each asks :class:`Overview` for one value of :mod:`sitesync.readmodel.schema`
 and returns it. Totals come from the runs' counters; only per-run detail reads tasks, and
 then through small aggregates (``OverviewStore``) or with a limit.
 """
@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from sitesync.config import Settings
 from sitesync.models import Claim, Domain, Run, RunStatus, Task, TaskState, WorkerInfo
 from sitesync.plugins.builtin.navigation import failure_of, mark_failed, sampled_urls
-from sitesync.store.base import Store
-from sitesync.web.idle import gather_idle_facts, idle_reasons, is_live, slowed_hosts
-from sitesync.web.samples import SampleBook
-from sitesync.web.schema import (
+from sitesync.readmodel.idle import gather_idle_facts, idle_reasons, is_live, slowed_hosts
+from sitesync.readmodel.samples import SampleBook
+from sitesync.readmodel.schema import (
     ClaimRow,
     DomainInfo,
     ErrorGroup,
@@ -35,6 +34,7 @@ from sitesync.web.schema import (
     StatusOverview,
     WorkerRow,
 )
+from sitesync.store.base import Store
 
 _RECENT_PER_GROUP = 5
 _MAX_HOSTS = 500  # per-host rows of one run's detail

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from sitesync.errors import RunNotFound
 from sitesync.models import Run
+from sitesync.readmodel.schema import SamplePoint
 from sitesync.store.base import Store
-from sitesync.web.schema import SamplePoint
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,71 @@
+"""What each part of a worker is given, built from :class:`~sitesync.config.Settings`.
+
+Settings sit below the crawl code and know nothing of it; the crawl code reads them here.
+"""
+
+from __future__ import annotations
+
+from sitesync.config import Settings
+from sitesync.fetch.adaptive import PaceSettings
+from sitesync.fetch.base import FetchLimits
+from sitesync.fetch.netpolicy import NetworkPolicy
+from sitesync.frontier.retry import RetryPolicy
+from sitesync.networks import parse_networks
+from sitesync.runs.worker import WorkerOptions
+
+
+def network_policy(settings: Settings) -> NetworkPolicy:
+    """Which addresses requests may connect to (every fetcher of a worker uses it)."""
+    return NetworkPolicy(
+        allow_private=settings.allow_private_networks,
+        allowed=parse_networks(settings.allowed_networks),
+    )
+
+
+def fetch_limits(settings: Settings) -> FetchLimits:
+    # The total bounds everything: a shorter --timeout needs no other timeout lowered.
+    return FetchLimits(
+        connect_timeout=min(settings.connect_timeout, settings.total_timeout),
+        read_timeout=min(settings.read_timeout, settings.total_timeout),
+        total_timeout=settings.total_timeout,
+        max_body_bytes=settings.max_body_bytes,
+        max_redirects=settings.max_redirects,
+    )
+
+
+def worker_options(settings: Settings) -> WorkerOptions:
+    return WorkerOptions(
+        concurrency=settings.concurrency,
+        per_host_concurrency=settings.per_host_concurrency,
+        per_host_delay=settings.delay,
+        adaptive=PaceSettings(
+            enabled=settings.adaptive_politeness,
+            max_delay=settings.adaptive_max_delay,
+            recovery_seconds=settings.adaptive_recovery_seconds,
+            latency_factor=settings.adaptive_latency_factor,
+        ),
+        lease_seconds=settings.lease_seconds,
+        in_flight_limit=settings.in_flight_limit,
+        respect_robots=settings.respect_robots,
+        robots_recheck_seconds=settings.robots_recheck_seconds,
+        dead_host_attempts=settings.dead_host_attempts,
+        dead_host_recheck=settings.dead_host_recheck_seconds,
+        sitemaps=settings.sitemaps,
+        follow_offsite_seed_redirects=settings.follow_offsite_seed_redirects,
+        sitemap_max_bytes=settings.max_body_bytes,
+        max_crawl_delay=settings.max_crawl_delay,
+        max_retry_after=settings.max_retry_after,
+        heartbeat_seconds=settings.heartbeat_seconds,
+        status_poll=settings.status_poll_seconds,
+        claim_seconds=settings.claim_seconds,
+        claim_safety=settings.total_timeout + 1,
+        max_claims=settings.max_claims_per_worker,
+        stats_flush_interval=settings.domain_stats_flush_interval_pages,
+        max_links_per_page=settings.max_links_per_page,
+        max_parse_bytes=settings.max_parse_bytes,
+        retry=RetryPolicy(
+            initial=settings.retry_backoff,
+            maximum=settings.retry_backoff_max,
+            jitter=min(1.0, settings.retry_backoff),
+        ),
+    )

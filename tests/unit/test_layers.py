@@ -1,0 +1,87 @@
+"""The layers point one way: settings below the crawl code, the read model below both faces.
+
+Checked twice: by what importing a module really loads (in a fresh interpreter), and by the
+imports each module writes (an AST scan, so a lazy import inside a function counts too).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sitesync
+
+PACKAGE = Path(sitesync.__file__).parent
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys\n{statement}\nprint('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(out.stdout.split())
+
+
+def _within(modules: set[str], *packages: str) -> set[str]:
+    return {m for m in modules if any(m == p or m.startswith(p + ".") for p in packages)}
+
+
+def test_importing_settings_loads_no_crawl_code_and_no_http_stack() -> None:
+    loaded = _loaded_after("import sitesync.config")
+    assert "sitesync.config" in loaded  # the probe itself works
+    forbidden = ("aiohttp", "selectolax", "sitesync.runs", "sitesync.fetch", "sitesync.plugins")
+    assert _within(loaded, *forbidden) == set()
+
+
+def test_the_cli_starts_without_the_web_stack() -> None:
+    loaded = _loaded_after("import sitesync.cli")
+    assert "sitesync.readmodel.overview" in loaded  # `sitesync status` uses the read model
+    assert _within(loaded, "sitesync.web", "fastapi", "starlette", "uvicorn") == set()
+
+
+def _imports(path: Path) -> set[str]:
+    """Every sitesync module ``path`` imports, anywhere in it (functions and
+    ``TYPE_CHECKING`` blocks included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("sitesync")}
+
+
+def _modules(under: str) -> dict[str, set[str]]:
+    root = PACKAGE / under
+    paths = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+    assert paths, under  # a moved package must not pass by being empty
+    return {path.relative_to(PACKAGE).as_posix(): _imports(path) for path in paths}
+
+
+# Each part of the package, and the parts above it that it must never import.
+FACES = ("sitesync.cli", "sitesync.web", "sitesync.readmodel")
+RULES: list[tuple[str, tuple[str, ...]]] = [
+    ("config.py", ("sitesync.runs", "sitesync.fetch", "sitesync.plugins", *FACES)),
+    ("store", ("sitesync.runs", "sitesync.cli", "sitesync.web", "sitesync.readmodel")),
+    ("readmodel", ("sitesync.cli", "sitesync.web", "sitesync.runs")),
+    ("web", ("sitesync.cli",)),
+]
+
+
+@pytest.mark.parametrize(("under", "above"), RULES, ids=[rule[0] for rule in RULES])
+def test_no_module_imports_a_layer_above_it(under: str, above: tuple[str, ...]) -> None:
+    for module, imports in _modules(under).items():
+        assert _within(imports, *above) == set(), module
+
+
+def test_the_cli_reaches_the_web_only_to_serve_the_dashboard() -> None:
+    for module, imports in _modules("cli").items():
+        web = _within(imports, "sitesync.web")
+        if module == "cli/dashboard.py":
+            assert web == {"sitesync.web.server"}, module
+        else:
+            assert web == set(), module
