@@ -2,7 +2,7 @@
 UV := $(or $(shell command -v uv 2>/dev/null),.tools/bin/uv)
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev system-deps lint typecheck unit test docs bench crawl clean
+.PHONY: install install-dev system-deps lint typecheck unit test docs bench bench-fleet crawl clean
 
 .tools/bin/uv:
 	python3 -m venv .tools && .tools/bin/pip install -q uv
@@ -35,6 +35,10 @@ docs: install-dev  ## regenerate the generated parts of docs/
 bench: $(UV)  ## benchmarks/README.md: sitesync vs Scrapy vs a bare aiohttp loop
 	$(UV) sync --locked --extra dev --extra bench
 	$(UV) run --no-sync python benchmarks/run.py $(BENCH_ARGS)
+
+bench-fleet: $(UV)  ## benchmarks/README.md: the store and the fleet on SQLite and PostgreSQL
+	$(UV) sync --locked --extra dev --extra bench
+	$(UV) run --no-sync python benchmarks/fleet.py $(BENCH_FLEET_ARGS)
 
 crawl: install  ## make crawl URL=https://example.org ARGS="--max-pages 500"
 	$(UV) run --no-sync sitesync crawl $(URL) $(ARGS)
