@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 import sitesync
 from sitesync.testing import OUT_OF_SCOPE_IPS, LoopbackSite, SiteSpec
+from sitesync.testing.serve import parse_args
 
 SPEC = SiteSpec(hosts=2, pages_per_host=20)
 
@@ -198,3 +200,25 @@ def test_serve_forever_in_another_process() -> None:
         finally:
             proc.terminate()
         assert proc.wait(timeout=5) == 0
+
+
+def test_every_spec_field_is_a_flag_of_the_separate_process_mode() -> None:
+    args = parse_args(
+        ["--hosts", "4", "--pages-per-host", "7", "--links-per-page", "5", "--page-bytes", "100",
+         "--first-ip", "9", "--delay", "0.5", "--seed", "3", "--no-cross-host-links",
+         "--no-variant-links", "--no-out-of-scope-links"]
+    )  # fmt: skip
+    assert {f.name: getattr(args, f.name) for f in dataclasses.fields(SiteSpec)} == {
+        "hosts": 4,
+        "pages_per_host": 7,
+        "links_per_page": 5,
+        "page_bytes": 100,
+        "first_ip": 9,
+        "cross_host_links": False,
+        "variant_links": False,
+        "out_of_scope_links": False,
+        "delay": 0.5,
+        "seed": 3,
+    }
+    defaults = parse_args([])
+    assert all(getattr(defaults, f.name) == f.default for f in dataclasses.fields(SiteSpec))

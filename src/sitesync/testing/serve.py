@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import threading
@@ -30,21 +31,19 @@ def serve_forever(
             pass
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m sitesync.testing", description="Serve a generated site on loopback."
     )
-    defaults = SiteSpec()
-    parser.add_argument("--hosts", type=int, default=defaults.hosts)
-    parser.add_argument("--pages-per-host", type=int, default=defaults.pages_per_host)
-    parser.add_argument("--links-per-page", type=int, default=defaults.links_per_page)
-    parser.add_argument("--page-bytes", type=int, default=defaults.page_bytes)
-    parser.add_argument("--first-ip", type=int, default=defaults.first_ip)
-    parser.add_argument("--delay", type=float, default=defaults.delay)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--no-cross-host-links", action="store_true")
-    parser.add_argument("--no-variant-links", action="store_true")
-    parser.add_argument("--no-out-of-scope-links", action="store_true")
+    # One flag per SiteSpec field, so a new field is a new flag: --pages-per-host N for a
+    # number, --no-variant-links for a switch that is on by default.
+    for spec_field in dataclasses.fields(SiteSpec):
+        flag = spec_field.name.replace("_", "-")
+        default = spec_field.default
+        if isinstance(default, bool):
+            parser.add_argument(f"--no-{flag}", dest=spec_field.name, action="store_false")
+        else:
+            parser.add_argument(f"--{flag}", type=type(default), default=default)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument(
         "--no-log", action="store_true", help="keep no per-request log (memory stays flat)"
@@ -56,17 +55,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = _parse_args(argv)
-    spec = SiteSpec(
-        hosts=args.hosts,
-        pages_per_host=args.pages_per_host,
-        links_per_page=args.links_per_page,
-        page_bytes=args.page_bytes,
-        first_ip=args.first_ip,
-        cross_host_links=not args.no_cross_host_links,
-        variant_links=not args.no_variant_links,
-        out_of_scope_links=not args.no_out_of_scope_links,
-        delay=args.delay,
-        seed=args.seed,
-    )
+    args = parse_args(argv)
+    spec = SiteSpec(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SiteSpec)})
     serve_forever(spec, args.port, record_requests=not args.no_log, stats_path=args.stats_path)
