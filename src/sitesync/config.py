@@ -123,6 +123,14 @@ class Settings(BaseSettings):
     max_worker_processes: int = Field(4, ge=1)
     """Worker processes one ``supervise`` runs at once, over all runs."""
 
+    serve_max_runs: int = Field(4, ge=1)
+    """Runs one ``sitesync worker --serve`` crawls at once (each with ``concurrency``
+    requests in flight); further active runs wait for a free slot."""
+
+    serve_poll_seconds: float = Field(5.0, gt=0)
+    """How often ``sitesync worker --serve`` looks for new runs, and the first wait after a
+    store outage (doubling up to a minute)."""
+
     store_retry_seconds: float = Field(DEFAULT_RETRY_SECONDS, gt=0)
     """How long a worker waits out a store that is unreachable (lost PostgreSQL connection,
     server restart, failover) or locked (SQLite) before it gives up and exits with code 75,

@@ -34,15 +34,15 @@ def settings(db: str) -> dict[str, str]:
         "total_timeout": "10", "retry_backoff": "0.05", "respect_robots": "false",
         "sitemaps": "false", "worker_id_header": "true",
         "supervisor_heartbeat_seconds": "0.3", "watchdog_seconds": "0.3",
-        "stale_run_seconds": "3",
+        "stale_run_seconds": "3", "serve_poll_seconds": "0.3",
     }  # fmt: skip
 
 
 class Process:
     """A CLI process whose stderr is read as it comes, so a test can wait for a line."""
 
-    def __init__(self, *args: str, db: str) -> None:
-        self.proc = sitesync(*args, settings=settings(db))
+    def __init__(self, *args: str, db: str, extra: dict[str, str] | None = None) -> None:
+        self.proc = sitesync(*args, settings={**settings(db), **(extra or {})})
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

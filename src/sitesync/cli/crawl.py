@@ -36,6 +36,7 @@ from sitesync.runs.crawl import (
     validate_request,
 )
 from sitesync.runs.scans import finish_completed_scans
+from sitesync.runs.service import serve
 from sitesync.runs.worker import CrawlWorker
 from sitesync.store import Store, open_store
 
@@ -258,6 +259,14 @@ def worker_command(
     db_from_stdin: Annotated[
         bool, typer.Option("--db-from-stdin", hidden=True, help="Read --db from stdin.")
     ] = False,
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve",
+            help="Run as a service: crawl every active run, up to serve_max_runs at once,"
+            " wait for new ones; SIGTERM leaves them all (exit 0).",
+        ),
+    ] = False,
 ) -> None:
     """Join a run from another process or machine and crawl until it ends.
 
@@ -265,7 +274,8 @@ def worker_command(
     (claims), and counters stay exact whichever worker dies. SIGTERM or Ctrl-C makes this
     worker leave (exit 0): its fetches under way finish, its hosts pass to the others, and
     the run goes on. A paused run is joined and waited on, never resumed. Other settings
-    come from SITESYNC_* variables or sitesync.toml.
+    come from SITESYNC_* variables or sitesync.toml. With --serve it never ends on its own:
+    see docs/operating.md for running one per machine under systemd.
     """
     if db_from_stdin:  # how supervise hands over a DSN: never on a command line
         db = sys.stdin.readline().strip() or None
@@ -281,8 +291,22 @@ def worker_command(
         worker_id_header=worker_id_header,
         **network_overrides(allow_private_networks, allow_network),
     )
+    if serve:
+        serve_runs(settings, run_id)
+        return
     request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
     crawl_and_report(settings, request, progress=progress, summary_json=summary_json, worker=True)
+
+
+def serve_runs(settings: Settings, run_id: int | None) -> None:
+    if run_id is not None:
+        raise ConfigError("--serve crawls every active run: give no --run")
+    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)
+    console.print(
+        f"serving the runs of {redact(settings.db)}, up to {settings.serve_max_runs} at once"
+    )
+    asyncio.run(serve(settings))
+    console.print("left every run it served; they go on without this service")
 
 
 #: ``crawl`` left a run that goes on without it (SIGTERM): 128 + SIGTERM, as a shell shows.

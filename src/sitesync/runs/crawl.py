@@ -123,6 +123,7 @@ async def crawl(
     fetcher: Fetcher | None = None,
     on_start: Callable[[CrawlWorker], None] | None = None,
     stop_signals: frozenset[signal.Signals] = frozenset(),
+    signals: Signals | None = None,
 ) -> Run:
     """Crawl ``run`` until it drains, the run is stopped, or this process leaves; return
     the run as it ended (``running``, ``paused`` or ``queued`` when it goes on without us).
@@ -132,6 +133,7 @@ async def crawl(
     the run goes on with the other workers (or waits, as it was, for the next one). A
     signal in ``stop_signals`` stops the run instead: in-flight work goes back to PENDING
     and the run becomes ``stopped`` (resumable). A paused run is waited on, never resumed.
+    Given ``signals``, their owner (a service crawling several runs) installs the handlers.
     """
     set_session_params(settings.session_params)
     worker_id = new_worker_id()
@@ -142,7 +144,8 @@ async def crawl(
     client = LateClient()  # plugins fetch through the worker's gate, bound below
     store.max_attempts_kept = settings.max_attempts_kept
     plugins = await _build_plugins(store, run, settings, client)
-    signals = _Signals(stop_signals)
+    owns_signals = signals is None
+    signals = signals or Signals(stop_signals)
     # A dry run has no page for plugins to see.
     page_plugins = plugins if plugins.plugins and settings.fetcher != "null" else None
     async with contextlib.AsyncExitStack() as stack:
@@ -150,8 +153,9 @@ async def crawl(
         # robots.txt and sitemaps always go over plain HTTP.
         await stack.enter_async_context(plain)
         page_fetcher = await stack.enter_async_context(fetcher) if fetcher else plain
-        stack.callback(signals.uninstall)
-        signals.install(asyncio.get_running_loop())
+        if owns_signals:
+            stack.callback(signals.uninstall)
+            signals.install(asyncio.get_running_loop())
         while True:
             run = await _wait_while_paused(store, run.id, settings.status_poll_seconds, signals)
             if signals.requested is not None or run.status is not RunStatus.RUNNING:
@@ -237,11 +241,11 @@ async def _run_worker(
     run: Run,
     worker: CrawlWorker,
     on_start: Callable[[CrawlWorker], None] | None,
-    signals: _Signals,
+    signals: Signals,
 ) -> WorkerExit:
     if on_start is not None:
         on_start(worker)
-    signals.worker = worker
+    signals.workers.add(worker)
     try:
         return await worker.run()
     except (ConfigError, PluginError) as exc:
@@ -261,10 +265,10 @@ async def _run_worker(
         )
         raise
     finally:
-        signals.worker = None
+        signals.workers.discard(worker)
 
 
-async def _wait_while_paused(store: Store, run_id: int, poll: float, signals: _Signals) -> Run:
+async def _wait_while_paused(store: Store, run_id: int, poll: float, signals: Signals) -> Run:
     """A paused run keeps its state whoever joins or leaves: this process waits for
     ``sitesync resume`` (or an end), and a signal ends the wait."""
     run = await store.get_run(run_id)
@@ -277,16 +281,16 @@ async def _wait_while_paused(store: Store, run_id: int, poll: float, signals: _S
     return run
 
 
-class _Signals:
-    """SIGINT and SIGTERM for the whole of one crawl() call: a signal in ``stop_signals``
-    stops the run, any other makes this process leave it. A second one of the same kind
+class Signals:
+    """SIGINT and SIGTERM for a process: a signal in ``stop_signals`` stops the run, any
+    other makes every worker of this process leave its run. A second one of the same kind
     kills at once: nothing committed is lost, leases and claims simply expire."""
 
     def __init__(self, stop_signals: frozenset[signal.Signals]) -> None:
         self.stop_signals = stop_signals
         self.requested: WorkerExit | None = None  # STOP_REQUESTED or LEFT, once signalled
         self.received = asyncio.Event()
-        self.worker: CrawlWorker | None = None  # the worker crawling now, if any
+        self.workers: set[CrawlWorker] = set()  # the workers crawling now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._installed: list[signal.Signals] = []
 
@@ -317,10 +321,11 @@ class _Signals:
             )
         if self.requested is None:
             self.requested = WorkerExit.STOP_REQUESTED if stops else WorkerExit.LEFT
-        if self.worker is not None and self.requested is WorkerExit.STOP_REQUESTED:
-            self.worker.stop()
-        elif self.worker is not None:
-            self.worker.leave()
+        for worker in self.workers:
+            if self.requested is WorkerExit.STOP_REQUESTED:
+                worker.stop()
+            else:
+                worker.leave()
         self.received.set()
         assert self._loop is not None
         self._loop.remove_signal_handler(sig)
