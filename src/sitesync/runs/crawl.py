@@ -144,8 +144,6 @@ async def crawl(
     client = LateClient()  # plugins fetch through the worker's gate, bound below
     store.max_attempts_kept = settings.max_attempts_kept
     plugins = await _build_plugins(store, run, settings, client)
-    owns_signals = signals is None
-    signals = signals or Signals(stop_signals)
     # A dry run has no page for plugins to see.
     page_plugins = plugins if plugins.plugins and settings.fetcher != "null" else None
     async with contextlib.AsyncExitStack() as stack:
@@ -153,7 +151,8 @@ async def crawl(
         # robots.txt and sitemaps always go over plain HTTP.
         await stack.enter_async_context(plain)
         page_fetcher = await stack.enter_async_context(fetcher) if fetcher else plain
-        if owns_signals:
+        if signals is None:  # ours: handlers for this call only
+            signals = Signals(stop_signals)
             stack.callback(signals.uninstall)
             signals.install(asyncio.get_running_loop())
         while True:
@@ -218,7 +217,7 @@ def _configured_fetcher(settings: Settings) -> Fetcher | None:
     return None
 
 
-async def _ended(store: Store, run_id: int, signals: _Signals) -> Run:
+async def _ended(store: Store, run_id: int, signals: Signals) -> Run:
     """The run as this process leaves it, after what its end asks of the store."""
     if signals.requested is WorkerExit.STOP_REQUESTED:
         current = await store.get_run(run_id)
