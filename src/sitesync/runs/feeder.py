@@ -1,0 +1,128 @@
+"""Lease feeding: the leases a worker holds, acquired in batches, handed to fetch slots.
+
+At most ``held_limit`` leases are held (leased, being fetched, or waiting to be committed)
+at any time; that is all a SIGKILL can cost. Hosts the worker already holds enough of, or
+that asked it to back off, are skipped, so that other hosts' tasks come instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+
+from sitesync.fetch.politeness import HostLimiter
+from sitesync.models import RunStatus
+from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.dispatch import HostDispatcher
+from sitesync.runs.ending import Ending, WorkerExit
+from sitesync.runs.options import WorkerOptions
+from sitesync.runs.page import DEFER_AFTER_SECONDS
+from sitesync.runs.waits import wait_set
+from sitesync.store.base import Store
+
+log = logging.getLogger(__name__)
+
+
+class LeaseFeeder:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        run_id: int,
+        worker_id: str,
+        options: WorkerOptions,
+        limiter: HostLimiter,
+        claims: ClaimKeeper,
+        ending: Ending,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.worker_id = worker_id
+        self.options = options
+        self.limiter = limiter
+        self.claims = claims
+        self.ending = ending
+        self.queue = HostDispatcher(limiter)  # leases in hand, not yet handed to a slot
+        self._held: Counter[str] = Counter()
+        self._held_total = 0
+        self._room = asyncio.Event()
+
+    async def feed(self) -> None:
+        options = self.options
+        min_batch = max(1, options.held_limit // 4)
+        while True:
+            room = options.held_limit - self._held_total
+            if room >= min_batch or (room > 0 and self._held_total == 0):
+                leases = await self.store.acquire(
+                    self.run_id,
+                    worker_id=self.worker_id,
+                    limit=room,
+                    lease_seconds=options.lease_seconds,
+                    exclude_hosts=self._hosts_to_skip(),
+                    claimed_only=True,
+                    per_host=options.held_per_host if options.per_host_concurrency else None,
+                )
+                for lease in leases:
+                    self._held[lease.host] += 1
+                    self._held_total += 1
+                    self.queue.put(lease)
+                if leases:
+                    continue
+                # Nothing from the hosts we hold: maybe new hosts have work, or ours ran dry.
+                await self.claims.refresh()
+                if self._held_total == 0:
+                    await self._wait_for_work()
+                    continue
+            self._room.clear()
+            # Not asyncio.wait_for: it can swallow the shutdown's cancel (see runs.waits).
+            await wait_set(self._room, options.poll_interval)
+
+    def wake(self) -> None:
+        """Look for work now (hosts or tasks may have become available)."""
+        self._room.set()
+
+    def let_go(self, host: str) -> None:
+        """One lease of ``host`` is no longer held (reported or given back)."""
+        self._held[host] -= 1
+        self._held_total -= 1
+        self._room.set()
+
+    async def give_back_waiting(self) -> None:
+        """Leases not yet handed to a slot go back to pending now."""
+        leases = self.queue.clear()
+        if not leases:
+            return
+        try:
+            released = await self.store.release(self.run_id, leases)
+        except Exception as exc:  # the shutdown's release_worker gives them back later
+            log.warning("could not give back %d leased tasks yet: %s", len(leases), exc)
+            return
+        for lease in leases:
+            self.let_go(lease.host)
+        log.info("gave back %d leased tasks not yet started", released)
+
+    def _hosts_to_skip(self) -> list[str]:
+        """Hosts this worker holds enough of, or that asked us to back off."""
+        full = [h for h, n in self._held.items() if n >= self.options.held_per_host]
+        paused = self.limiter.paused_hosts(longer_than=DEFER_AFTER_SECONDS)
+        return [*full, *paused, *self.claims.surplus]
+
+    async def _wait_for_work(self) -> None:
+        """Nothing eligible and nothing in hand: finish, or sleep until something may be."""
+        run = await self.store.get_run(self.run_id)
+        if run.status is not RunStatus.RUNNING:
+            self.ending.run_left(run.status)
+            return
+        if run.counters.pending == 0 and run.counters.assigned == 0:
+            if await self.store.complete_if_drained(self.run_id):
+                self.ending.finish(WorkerExit.DRAINED)
+            return
+        # Pending tasks waiting for a retry time, or tasks leased by someone else whose
+        # leases may yet expire: look again soon.
+        wait = self.options.poll_interval
+        next_at = await self.store.next_eligible_at(self.run_id)
+        if next_at is not None:
+            wait = min(wait, max(0.01, next_at - time.time()))
+        await asyncio.sleep(wait)

@@ -1,0 +1,68 @@
+"""A worker's upkeep: its leases renewed, the run signed alive, its fair share of hosts
+refreshed, and the leases of this machine's dead workers freed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.liveness import ProcessIdentity, is_gone
+from sitesync.runs.options import WorkerOptions
+from sitesync.store.base import Store
+
+log = logging.getLogger(__name__)
+
+#: Longest wait before a worker looks at its fair share of hosts again.
+CLAIM_REFRESH_SECONDS = 2.0
+
+
+class Upkeep:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        run_id: int,
+        worker_id: str,
+        identity: ProcessIdentity,
+        options: WorkerOptions,
+        claims: ClaimKeeper,
+        on_hosts_changed: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.worker_id = worker_id
+        self.identity = identity
+        self.options = options
+        self.claims = claims
+        self._on_hosts_changed = on_hosts_changed
+
+    async def heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.heartbeat)
+            await self.store.renew_leases(
+                self.run_id, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
+            )
+            await self.store.heartbeat_run(self.run_id)
+
+    async def rebalance_claims(self) -> None:
+        """Claims are refreshed more often than leases are renewed, so that hosts pass
+        quickly to workers that join (or leave) a run."""
+        interval = min(self.options.heartbeat, CLAIM_REFRESH_SECONDS)
+        while True:
+            await asyncio.sleep(interval)
+            await self.release_gone_workers()
+            await self.claims.refresh()
+            self._on_hosts_changed()
+
+    async def release_gone_workers(self) -> None:
+        """Workers of this run on this machine whose process is provably gone give up
+        their leases and claims now; those elsewhere are recovered at expiry."""
+        for worker in await self.store.list_workers(self.run_id):
+            if is_gone(worker, self.identity):
+                ended = await self.store.release_gone_worker(self.run_id, worker)
+                log.warning(
+                    "worker %s (pid %d) is gone: %d of its tasks and its hosts are free again",
+                    worker.worker_id, worker.pid, ended,
+                )  # fmt: skip
