@@ -1,5 +1,6 @@
-"""What a worker learns about its hosts (pauses, adaptive paces, robots.txt, dead hosts),
-kept in the store so that it holds for the fleet: whoever holds a host next starts from it.
+"""What a worker knows of its hosts: their politeness limiter (pauses, adaptive paces),
+robots.txt and dead hosts; and what it learns of them, kept in the store so that it holds
+for the fleet: whoever holds a host next starts from it.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ class HostStateSync:
         store: Store,
         *,
         run_id: int,
-        limiter: HostLimiter,
         robots_fetcher: Fetcher,
         user_agent: str,
         options: WorkerOptions,
     ) -> None:
         self.store = store
         self.run_id = run_id
-        self.limiter = limiter
+        self.limiter = HostLimiter(
+            concurrency=options.per_host_concurrency,
+            delay=options.per_host_delay,
+            max_delay=options.max_crawl_delay,
+            adaptive=options.adaptive,
+        )
         self.robots = (
             RobotsCache(
                 robots_fetcher,
@@ -42,7 +47,7 @@ class HostStateSync:
         )
         self.dead_hosts = DeadHosts(
             store,
-            limiter=limiter,
+            limiter=self.limiter,
             robots=self.robots,
             attempts=options.dead_host_attempts,
             recheck=options.dead_host_recheck,

@@ -41,7 +41,6 @@ from collections.abc import Awaitable
 
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.polite import PoliteClient
-from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import Lease, Run, RunStatus, TaskReport
@@ -89,29 +88,14 @@ class CrawlWorker:
         self.stats = WorkerStats()
         self._ending = Ending()
         self._identity = this_process()
-        self._limiter = HostLimiter(
-            concurrency=options.per_host_concurrency,
-            delay=options.per_host_delay,
-            max_delay=options.max_crawl_delay,
-            adaptive=options.adaptive,
-        )
         # robots.txt and sitemaps are plain HTTP even when pages are rendered in a browser.
         self._plain_fetcher = robots_fetcher or fetcher
         self._hosts = HostStateSync(
-            store, run_id=run.id, limiter=self._limiter, robots_fetcher=self._plain_fetcher,
+            store, run_id=run.id, robots_fetcher=self._plain_fetcher,
             user_agent=getattr(fetcher, "user_agent", "*"), options=options,
         )  # fmt: skip
-        self.claims = ClaimKeeper(
-            store,
-            run_id=run.id,
-            worker_id=worker_id,
-            claim_seconds=options.claim_seconds,
-            worker_ttl=options.claim_seconds,
-            safety=options.claim_safety,
-            max_hosts=options.max_claims,
-            on_new_host=self._hosts.load,
-            before_letting_go=self._hosts.save_next_starts,
-        )
+        self._limiter = self._hosts.limiter
+        self.claims = self._claim_keeper()
         # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
         # this: the same limiter, robots.txt and claims as the pages.
         self.polite_client = PoliteClient(
@@ -122,13 +106,7 @@ class CrawlWorker:
             keep_pace=self._hosts.keep_pace,
         )
         self._attempts = self._page_attempts(plugins)
-        self._feeder = LeaseFeeder(
-            store, run_id=run.id, worker_id=worker_id, options=options,
-            limiter=self._limiter, claims=self.claims, ending=self._ending,
-        )  # fmt: skip
-        self._reporter = ReportBatcher(
-            store, run_id=run.id, options=options, stats=self.stats, let_go=self._feeder.let_go
-        )
+        self._feeder, self._reporter = self._lease_flow()
         self._upkeep = Upkeep(
             store, run_id=run.id, worker_id=worker_id, identity=self._identity,
             options=options, claims=self.claims, on_hosts_changed=self._feeder.wake,
@@ -140,15 +118,43 @@ class CrawlWorker:
         self._quiet = asyncio.Event()  # set whenever no request of this worker is under way
         self._side: dict[str, asyncio.Task[None]] = {}  # side tasks by name
 
+    def _claim_keeper(self) -> ClaimKeeper:
+        return ClaimKeeper(
+            self.store,
+            run_id=self.run_id,
+            worker_id=self.worker_id,
+            claim_seconds=self.options.claim_seconds,
+            worker_ttl=self.options.claim_seconds,
+            safety=self.options.claim_safety,
+            max_hosts=self.options.max_claims,
+            on_new_host=self._hosts.load,
+            before_letting_go=self._hosts.save_next_starts,
+        )
+
+    def _lease_flow(self) -> tuple[LeaseFeeder, ReportBatcher]:
+        """The feeder that leases tasks, and the batcher that reports them (and so lets
+        the feeder lease more)."""
+        feeder = LeaseFeeder(
+            self.store, run_id=self.run_id, worker_id=self.worker_id, options=self.options,
+            limiter=self._limiter, claims=self.claims, ending=self._ending,
+        )  # fmt: skip
+        reporter = ReportBatcher(
+            self.store, run_id=self.run_id, options=self.options, stats=self.stats,
+            let_go=feeder.let_go,
+        )  # fmt: skip
+        return feeder, reporter
+
     def _page_attempts(self, plugins: ArtifactProcessor | None) -> PageAttempts:
         options = self.options
-        sitemaps = SitemapReader(
+        sitemaps: SitemapReader | None = SitemapReader(
             client=self.polite_client,
             limiter=self._limiter,
             robots=self._hosts.robots,
             scope=lambda: self.frontier.scope,
             max_bytes=options.sitemap_max_bytes,
         )
+        if not options.sitemaps:
+            sitemaps = None
         return PageAttempts(
             store=self.store,
             claims=self.claims,
@@ -163,7 +169,7 @@ class CrawlWorker:
             max_links=options.max_links_per_page,
             max_parse_bytes=options.max_parse_bytes,
             dead_hosts=self._hosts.dead_hosts,
-            sitemaps=sitemaps if options.sitemaps else None,
+            sitemaps=sitemaps,
             follow_offsite_seed_redirects=options.follow_offsite_seed_redirects,
             worker_id=self.worker_id,
         )
