@@ -19,6 +19,7 @@ import asyncio
 import datetime
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,12 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import fleet_report
+import workers
 from fleet_crawl import fleet, throughput
 from fleet_stats import pending_sizes
 from fleet_store import acquire_latency, lifecycles
 from workers import DEFAULT_PG, check_postgres, fresh_store
 
 HERE = Path(__file__).resolve().parent
+# Set in the re-run on a snapshot of src/ (see on_snapshot): where sitesync is imported from,
+# and the commit it was copied at.
+SNAPSHOT_ENV, COMMIT_ENV = "SITESYNC_BENCH_SRC", "SITESYNC_BENCH_COMMIT"
 QUICK = {
     "lifecycle_tasks": 1000,
     "pending": [1000, 10_000],
@@ -96,6 +101,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--delay", type=float, default=0.05, help="seconds per response")
     g.add_argument("--workers", type=ints, default=[1, 2, 4, 8])
     g.add_argument("--concurrency", type=int, default=16, help="per process")
+    p.add_argument(
+        "--live-src",
+        action="store_true",
+        help="run src/ as it is on disk instead of a copy taken at the start",
+    )
     args = p.parse_args(argv)
     if args.quick:
         for name, value in QUICK.items():
@@ -148,7 +158,8 @@ def run_latency(args: argparse.Namespace, backends: list[str], tmp: Path) -> lis
         print(
             f"[latency-{point.backend}] {point.pending} pending (built in "
             f"{point.build_seconds:.0f} s): acquire p50 {point.acquire['p50_ms']:.2f} ms, "
-            f"p99 {point.acquire['p99_ms']:.2f} ms, load {point.load_1min:.2f}",
+            f"p99 {point.acquire['p99_ms']:.2f} ms; claim refresh p50 "
+            f"{point.claim['p50_ms']:.2f} ms; load {point.load_1min:.2f}",
             flush=True,
         )
 
@@ -174,14 +185,42 @@ def run_latency(args: argparse.Namespace, backends: list[str], tmp: Path) -> lis
     return results
 
 
+def source_commit() -> str:
+    """The checkout's commit, ``+dirty`` when src/ differs from it."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=HERE, text=True, capture_output=True)
+        return out.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", str(HERE.parent / "src"))
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+
+
+def on_snapshot(argv: list[str]) -> int:
+    """Run this script again on a copy of src/ taken now, so that commits, rebases and edits
+    made while it runs (for minutes) change nothing it measures, in-process or not."""
+    dest = Path(tempfile.mkdtemp(prefix="sitesync-fleet-src-"))
+    try:
+        commit = source_commit()
+        src = workers.snapshot_src(dest / "src")
+        env = {**os.environ, SNAPSHOT_ENV: str(src), COMMIT_ENV: commit, "PYTHONPATH": str(src)}
+        child = subprocess.Popen([sys.executable, __file__, *argv], env=env)
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # the child cleans up its processes and schemas
+            child.terminate()
+            return child.wait()
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
 def describe_machine(args: argparse.Namespace) -> dict[str, Any]:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True, capture_output=True
-    ).stdout.strip()
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": commit,
+        "commit": os.environ.get(COMMIT_ENV) or source_commit(),
+        "src": "snapshot" if SNAPSHOT_ENV in os.environ else "live",
         "cpus": os.cpu_count(),
+        "nice": os.nice(0),
         "load_at_start": os.getloadavg(),
         "args": {k: str(v) for k, v in vars(args).items() if k != "pg_dsn"},
     }
@@ -192,8 +231,13 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
+    if not args.live_src and SNAPSHOT_ENV not in os.environ:
+        return on_snapshot(argv)
+    if SNAPSHOT_ENV in os.environ:
+        workers.src_dir = Path(os.environ[SNAPSHOT_ENV])  # every process of a crawl, too
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     payload: dict[str, Any] = {"machine": describe_machine(args)}
     ok = True
