@@ -59,6 +59,16 @@ def test_transitions_follow_the_run_table(current: RunStatus, to: RunStatus) -> 
             rules.check_transition(run, to)
 
 
+def test_a_transition_is_fenced_on_the_status_it_was_decided_on() -> None:
+    params = rules.transition_params(_run(RunStatus.RUNNING), RunStatus.COMPLETED, "done", 3.0)
+    assert params == {
+        "run_id": 7, "status": "completed", "expected": "running", "reason": "done",
+        "terminal": True, "now": 3.0,
+    }  # fmt: skip
+    with pytest.raises(IllegalTransition):
+        rules.transition_params(_run(RunStatus.COMPLETED), RunStatus.RUNNING, None, 3.0)
+
+
 def test_extended_hosts_appends_new_hosts_in_order_and_says_when_nothing_is_new() -> None:
     assert rules.extended_hosts(("b", "a"), ["a", "c", "b", "d"]) == ("b", "a", "c", "d")
     assert rules.extended_hosts(("b", "a"), ["a"]) is None

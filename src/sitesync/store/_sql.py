@@ -1,9 +1,11 @@
 """Named SQL queries and numbered migrations, shared by every backend.
 
-Each backend keeps its SQL beside its code: ``queries.sql`` holds blocks that start with a
-``-- name: <query_name>`` line, and ``migrations/NNNN_description.sql`` holds the schema
-history. Reading SQL from files keeps it reviewable side by side across backends and keeps
-f-strings out of SQL.
+Each backend keeps its SQL beside its code, one file per area of the store (``runs.sql``,
+``frontier.sql``, ``coordination.sql``, ...), each a series of blocks that start with a
+``-- name: <query_name>`` line; ``migrations/NNNN_description.sql`` holds the schema history
+and ``schema.sql`` the schema it builds (read by tests only). :func:`load_namespace` reads
+every area file once into the backend's one query namespace. Reading SQL from files keeps it
+reviewable side by side across backends and keeps f-strings out of SQL.
 """
 
 from __future__ import annotations
@@ -14,14 +16,33 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import LiteralString, cast
 
-from sitesync.errors import MigrationError, SchemaTooNew
+from sitesync.errors import MigrationError, SchemaTooNew, StoreError
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
+_SCHEMA_FILE = "schema.sql"  # the whole schema, for tests to compare with the migrations
 
 
-def load_queries(package: str, filename: str = "queries.sql") -> dict[str, LiteralString]:
-    """Read a named-query file (``queries.sql`` by default) of a backend package."""
+def load_namespace(package: str) -> dict[str, LiteralString]:
+    """Every named query of a backend package, from all its area files, by name.
+
+    Names are unique across the files: a query is found by its name alone, whichever
+    area's file holds it.
+    """
+    namespace: dict[str, LiteralString] = {}
+    for entry in sorted(resources.files(package).iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql") or entry.name == _SCHEMA_FILE:
+            continue
+        queries = load_queries(package, entry.name)
+        twice = namespace.keys() & queries.keys()
+        if twice:
+            raise StoreError(f"{package}: queries named twice: {sorted(twice)}")
+        namespace.update(queries)
+    return namespace
+
+
+def load_queries(package: str, filename: str) -> dict[str, LiteralString]:
+    """Read one named-query file of a backend package."""
     text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     parts = _NAME_LINE.split(text)
     # split() yields [preamble, name1, body1, name2, body2, ...]

@@ -52,6 +52,20 @@ def check_transition(run: Run, to: RunStatus) -> None:
         raise IllegalTransition(f"run {run.id} is {run.status.value}; it cannot become {to.value}")
 
 
+def transition_params(run: Run, to: RunStatus, reason: str | None, now: float) -> dict[str, Any]:
+    """Parameters of ``update_run_status`` moving ``run`` to ``to``, fenced on its current
+    status; raises ``IllegalTransition`` unless the run table allows the move."""
+    check_transition(run, to)
+    return {
+        "run_id": run.id,
+        "status": to.value,
+        "expected": run.status.value,
+        "reason": reason,
+        "terminal": to.is_terminal,
+        "now": now,
+    }
+
+
 def extended_hosts(known: Sequence[str], hosts: Sequence[str]) -> tuple[str, ...] | None:
     """The run's ``extra_hosts`` with ``hosts`` added in order, or None if nothing is new."""
     extra = tuple(dict.fromkeys((*known, *hosts)))

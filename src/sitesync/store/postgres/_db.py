@@ -1,31 +1,179 @@
-"""Connections, error translation and migrations for the PostgreSQL store.
+"""The PostgreSQL store's plumbing: its pool, transactions, queries, errors and migrations.
 
-Kept apart from ``store.py`` so that ``PostgresStore.migrate`` (and ``sitesync db upgrade``)
-need only one plain connection, and so that every driver exception crosses into sitesync
-through :func:`errors_at` and nowhere else.
+Every write is one transaction that first locks its run's row (:func:`lock_run`): writers
+of one run queue on that row the way SQLite writers queue on the file lock, while other
+runs and readers never wait. Task rows are only ever locked after the run row, so one lock
+order holds everywhere and writers cannot deadlock each other. A serialization failure or
+deadlock from anything else (an operator's ad-hoc SQL) retries the transaction.
+
+The areas of the store write each call once, as an async function of the connection handed
+to :meth:`PostgresDb.transaction`, with its SQL found by name in :data:`Q`. Migrations need
+only one plain connection (``PostgresStore.migrate``, ``sitesync db upgrade``), and every
+driver exception crosses into sitesync through :func:`errors_at` and nowhere else.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import os
-from collections.abc import AsyncIterator
-from typing import Any, TypeAlias
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
 
 import psycopg
-from psycopg import AsyncConnection, sql
+from psycopg import AsyncConnection, errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from sitesync.errors import ConfigError, MigrationError, StoreError
-from sitesync.store._sql import load_migrations, load_queries, refuse_newer
+from sitesync.errors import ConfigError, MigrationError, RunNotFound, StoreError
+from sitesync.models import Run
+from sitesync.store._area import Area
+from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
+from sitesync.store._sql import load_migrations, load_namespace, refuse_newer
+from sitesync.store.postgres._rows import run_from_row
 
 Conn: TypeAlias = AsyncConnection[DictRow]
+T = TypeVar("T")
 
 _PACKAGE = "sitesync.store.postgres"
-_Q = load_queries(_PACKAGE)
+#: Every named query of the backend (``*.sql`` beside this module), loaded once.
+Q = load_namespace(_PACKAGE)
 _MAX_IDENTIFIER = 63  # PostgreSQL silently truncates longer names: two schemas could collide
+
+
+# Lock waits end in these only when something outside this store takes locks in another
+# order; the whole transaction is safe to replay (it re-reads everything it decides on).
+_RETRYABLE = (errors.SerializationFailure, errors.DeadlockDetected)
+_ATTEMPTS = 4
+
+
+class PostgresDb:
+    """A pool of connections to one database (or one schema of it)."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Conn],
+        *,
+        where: str,
+        clock: Callable[[], float] = time.time,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+    ) -> None:
+        self.where = where
+        self.clock = clock
+        self._pool = pool
+        self._closed = False
+        self._faults = FaultBudget(where, is_transient, seconds=retry_seconds)
+
+    @classmethod
+    async def open(
+        cls, dsn: str, *, min_size: int, max_size: int, schema: str | None, **options: Any
+    ) -> PostgresDb:
+        """A pool of ``min_size..max_size`` connections, open; ``options`` as for ``__init__``.
+
+        ``schema`` becomes the ``search_path`` of every connection.
+        """
+        where = describe(dsn)
+        pool = AsyncConnectionPool(
+            dsn,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "row_factory": dict_row, **application_name(dsn)},
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            configure=None if schema is None else functools.partial(use_schema, schema=schema),
+            name="sitesync",
+        )
+        try:
+            async with errors_at(where, connecting=True):
+                await pool.open(wait=True, timeout=30.0)
+        except BaseException:
+            await pool.close()  # stop its background workers; nothing else holds it
+            raise
+        return cls(pool, where=where, **options)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+
+    async def transaction(self, work: Callable[[Conn], Awaitable[T]]) -> T:
+        """``work(conn)`` in one transaction; replayed whole after a lost connection (within
+        the fault budget) or a serialization failure."""
+        self._check_open()
+        async with errors_at(self.where):
+            return await self._faults.run(functools.partial(self._attempt, work))
+
+    async def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[DictRow]:
+        """The rows of one read query, outside a transaction; retried like a transaction."""
+        self._check_open()
+
+        async def attempt() -> list[DictRow]:
+            async with self._pool.connection() as conn:
+                return await (await conn.execute(Q[query], params or {})).fetchall()
+
+        async with errors_at(self.where):
+            return await self._faults.run(attempt)
+
+    async def execute(
+        self, query: str, params: Mapping[str, Any], *, run_id: int | None = None
+    ) -> int:
+        """One write query in its own transaction, with ``now``; how many rows it changed.
+        With ``run_id``, the run's row is locked first, as every write of a run does."""
+
+        async def work(conn: Conn) -> int:
+            if run_id is not None:
+                await lock_run(conn, run_id)
+            return (await conn.execute(Q[query], {**params, "now": self.clock()})).rowcount
+
+        return await self.transaction(work)
+
+    async def _attempt(self, work: Callable[[Conn], Awaitable[T]]) -> T:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    return await work(conn)
+            except _RETRYABLE:
+                if attempt == _ATTEMPTS:
+                    raise
+                await asyncio.sleep(random.uniform(0.005, 0.02) * attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"store {self.where} is closed")
+
+
+#: An area of the PostgreSQL store (see :mod:`sitesync.store._area`).
+PostgresArea = Area[PostgresDb]
+
+
+async def one(conn: Conn, query: str, params: Mapping[str, Any]) -> DictRow | None:
+    """The first row of a query in the caller's transaction."""
+    return await (await conn.execute(Q[query], params)).fetchone()
+
+
+async def every(conn: Conn, query: str, params: Mapping[str, Any]) -> list[DictRow]:
+    """Every row of a query in the caller's transaction."""
+    return await (await conn.execute(Q[query], params)).fetchall()
+
+
+async def lock_run(conn: Conn, run_id: int) -> Run | None:
+    """Lock the run's row for the caller's transaction; the run, or None if there is none."""
+    row = await one(conn, "lock_run", {"run_id": run_id})
+    return None if row is None else run_from_row(row)
+
+
+async def require_run(conn: Conn, run_id: int) -> Run:
+    """:func:`lock_run`, raising ``RunNotFound`` for an unknown run."""
+    run = await lock_run(conn, run_id)
+    if run is None:
+        raise RunNotFound(f"no run with id {run_id}")
+    return run
 
 
 def describe(dsn: str) -> str:
@@ -118,11 +266,11 @@ async def apply_migrations(
     """Apply, in one transaction, every migration not yet recorded; the versions applied."""
     applied: list[int] = []
     async with conn.transaction():
-        await conn.execute(_Q["lock_migrations"])
+        await conn.execute(Q["lock_migrations"])
         if schema is not None:
             await _create_schema(conn, schema)
-        await conn.execute(_Q["create_migrations_table"])
-        rows = await (await conn.execute(_Q["select_migrations"])).fetchall()
+        await conn.execute(Q["create_migrations_table"])
+        rows = await (await conn.execute(Q["select_migrations"])).fetchall()
         done = {row["version"] for row in rows}
         migrations = load_migrations(_PACKAGE)
         refuse_newer(done, migrations, where)
@@ -139,7 +287,7 @@ async def apply_migrations(
                     f"migration {migration.version:04d}_{migration.name} failed: {_line(exc)}"
                 ) from exc
             params = {"version": migration.version, "name": migration.name, "now": now}
-            await conn.execute(_Q["insert_migration"], params)
+            await conn.execute(Q["insert_migration"], params)
             applied.append(migration.version)
     return applied
 
@@ -147,7 +295,7 @@ async def apply_migrations(
 async def _create_schema(conn: Conn, schema: str) -> None:
     # Checked first rather than CREATE SCHEMA IF NOT EXISTS: that one needs the CREATE
     # privilege on the database even when the schema is already there.
-    exists = await (await conn.execute(_Q["schema_exists"], {"schema": schema})).fetchone()
+    exists = await (await conn.execute(Q["schema_exists"], {"schema": schema})).fetchone()
     if exists is None:
         await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
 

@@ -1,22 +1,21 @@
 """Versioned AssetRecords on PostgreSQL (the RecordStore part of the PostgreSQL store).
 
-Writes run inside the report transaction (``_save_records``, called by ``PostgresStore.report``
-under the run's row lock). Reports of *other* runs may write the same key at the same time,
-so a new version is decided under the record's row lock (``lock_record``), and a new key's
-insert gives way to one another run made first; an unchanged sighting needs no lock. SQL
-lives in ``records.sql``.
+Writes run inside the report transaction (:func:`save_records`, called by the frontier's
+``report`` under the run's row lock). Reports of *other* runs may write the same key at the
+same time, so a new version is decided under the record's row lock (``lock_record``), and a
+new key's insert gives way to one another run made first; an unchanged sighting needs no
+lock. SQL lives in ``records.sql``; what is a decision (keep a body, similarity) in
+:mod:`sitesync.store._records`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
 
 from psycopg.rows import DictRow
 
 from sitesync.models import AssetRecord, HostAssets, RecordVersion, RunDiff, TaskReport
 from sitesync.store._records import (
-    DEFAULT_MAX_STORED_BODY_BYTES,
     AssetTally,
     BodyPlan,
     assets_from_row,
@@ -31,139 +30,33 @@ from sitesync.store._records import (
     version_from_row,
     version_params,
 )
-from sitesync.store._sql import load_queries
-from sitesync.store.postgres._db import Conn
-
-T = TypeVar("T")
-
-_R = load_queries("sitesync.store.postgres", "records.sql")
+from sitesync.store.postgres._db import Conn, PostgresArea, Q, every, one
 
 
-class PostgresRecords:
-    """Mixed into :class:`PostgresStore`; runs inside its transactions."""
-
-    max_stored_body_bytes: int = DEFAULT_MAX_STORED_BODY_BYTES
-
-    if TYPE_CHECKING:
-
-        async def _transaction(self, work: Callable[[Conn], Awaitable[T]]) -> T: ...
-
-    # -- writing (inside the report transaction) ------------------------------------------
-
-    async def _save_records(self, conn: Conn, run_id: int, report: TaskReport, now: float) -> None:
-        """Write the report's records in the report's own transaction."""
-        tally = AssetTally()
-        # In key order: transactions of two runs that share keys then lock them in the same
-        # order, and wait for each other instead of deadlocking.
-        for record in sorted(report.records, key=_by_key):
-            seen, stored = await self._save_record(conn, run_id, report.lease.task_id, record, now)
-            tally.count(record, newly_seen=seen, newly_stored=stored)
-        if tally.found or tally.stored:
-            params = {"run_id": run_id, "host": report.lease.host}
-            params.update(found=tally.found, stored=tally.stored)
-            await conn.execute(_R["add_host_assets"], params)
-
-    async def _save_record(
-        self, conn: Conn, run_id: int, task_id: int, record: AssetRecord, now: float
-    ) -> tuple[bool, bool]:
-        """Save one sighting; (first sighting in the run, body newly stored in the run)."""
-        row = await _one(conn, "select_record", {"key": record.key})
-        created = None
-        if row is None:
-            created = await self._create_record(conn, run_id, record, now)
-        if created is not None:
-            record_id, version, body_hash = created
-            changed, had_body = True, False
-        else:
-            if row is None or row["latest_hash"] != record.content_hash:
-                # Decide under the row lock: another run may be writing this key right now.
-                row = await _one(conn, "lock_record", {"key": record.key})
-            assert row is not None  # records are never deleted
-            record_id, version, body_hash = (
-                row["id"],
-                row["latest_version"],
-                row["latest_body_hash"],
-            )
-            changed, had_body = row["latest_hash"] != record.content_hash, body_hash is not None
-            if changed:
-                version, body_hash = await self._write_version(conn, row, run_id, record, now)
-        seen = {
-            "run_id": run_id,
-            "record_id": record_id,
-            "version": version,
-            "task_id": task_id,
-            "now": now,
-        }
-        newly_seen = (await conn.execute(_R["insert_seen"], seen)).rowcount == 1
-        if changed and not newly_seen:
-            await conn.execute(_R["update_seen"], seen)
-        newly_stored = body_hash is not None and (newly_seen or (changed and not had_body))
-        return newly_seen, newly_stored
-
-    async def _create_record(
-        self, conn: Conn, run_id: int, record: AssetRecord, now: float
-    ) -> tuple[int, int, str | None] | None:
-        """A new key with its first version; None if another run created the key first."""
-        plan = await self._keep_body(conn, record, now)
-        params = version_params(0, 1, run_id, record, plan, None, data_json(record.data), now)
-        params.update(record_params(record, run_id, now))
-        inserted = await _one(conn, "insert_record", params)
-        if inserted is None:
-            return None
-        params["record_id"] = inserted["id"]
-        await conn.execute(_R["insert_version"], params)
-        return inserted["id"], 1, plan.body_hash
-
-    async def _write_version(
-        self, conn: Conn, row: DictRow, run_id: int, record: AssetRecord, now: float
-    ) -> tuple[int, str | None]:
-        """Write the record's next version; (its number, its kept body's hash)."""
-        plan = await self._keep_body(conn, record, now)
-        data = data_json(record.data)
-        version = row["latest_version"] + 1
-        score = await _similarity(conn, row["id"], version - 1, record, data)
-        params = version_params(row["id"], version, run_id, record, plan, score, data, now)
-        await conn.execute(_R["insert_version"], params)
-        await conn.execute(_R["update_record_latest"], params)
-        return version, plan.body_hash
-
-    async def _keep_body(self, conn: Conn, record: AssetRecord, now: float) -> BodyPlan:
-        plan = plan_body(record.body, self.max_stored_body_bytes)
-        if plan.body_hash is not None and record.body is not None:
-            await conn.execute(_R["insert_body"], body_params(plan, record.body, now))
-        return plan
-
-    # -- reading --------------------------------------------------------------------------
-
-    async def _read(self, query: str, params: dict[str, Any]) -> list[DictRow]:
-        async def work(conn: Conn) -> list[DictRow]:
-            return await (await conn.execute(_R[query], params)).fetchall()
-
-        return await self._transaction(work)
-
+class PostgresRecords(PostgresArea):
     async def record_history(self, key: str) -> list[RecordVersion]:
-        rows = await self._read("select_history", {"key": key})
+        rows = await self._db.rows("select_history", {"key": key})
         return [version_from_row(row, row["data"]) for row in rows]
 
     async def records_of_run(self, run_id: int, *, kind: str | None = None) -> list[RecordVersion]:
-        rows = await self._read("select_run_records", {"run_id": run_id, "kind": kind})
+        rows = await self._db.rows("select_run_records", {"run_id": run_id, "kind": kind})
         return [version_from_row(row, row["data"]) for row in rows]
 
     async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
         params = {"run_id": run_id, "task_id": task_id}
-        rows = await self._read("select_task_records", params)
+        rows = await self._db.rows("select_task_records", params)
         return [version_from_row(row, row["data"]) for row in rows]
 
     async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
         params = {"run_id": run_id, "url": url, "limit": limit}
-        return [row["url"] for row in await self._read("select_pages_linking_to", params)]
+        return [row["url"] for row in await self._db.rows("select_pages_linking_to", params)]
 
     async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
         async def work(conn: Conn) -> RunDiff:
             # One transaction: the three answers describe one moment.
-            added = await _all(conn, "diff_only_in", {"run_id": run_b, "other_run_id": run_a})
-            removed = await _all(conn, "diff_only_in", {"run_id": run_a, "other_run_id": run_b})
-            changed = await _all(conn, "diff_changed", {"run_a": run_a, "run_b": run_b})
+            added = await every(conn, "diff_only_in", {"run_id": run_b, "other_run_id": run_a})
+            removed = await every(conn, "diff_only_in", {"run_id": run_a, "other_run_id": run_b})
+            changed = await every(conn, "diff_changed", {"run_a": run_a, "run_b": run_b})
             return RunDiff(
                 run_a=run_a,
                 run_b=run_b,
@@ -172,39 +65,122 @@ class PostgresRecords:
                 changed=tuple(change_from_row(row) for row in changed),
             )
 
-        return await self._transaction(work)
+        return await self._db.transaction(work)
 
     async def get_body(self, content_hash: str) -> bytes | None:
-        rows = await self._read("select_body", {"content_hash": content_hash})
+        rows = await self._db.rows("select_body", {"content_hash": content_hash})
         return decompress(rows[0]["compression"], rows[0]["data"]) if rows else None
 
     async def run_assets(self, run_id: int) -> list[HostAssets]:
-        rows = await self._read("select_run_assets", {"run_id": run_id})
+        rows = await self._db.rows("select_run_assets", {"run_id": run_id})
         return [assets_from_row(row) for row in rows]
+
+
+# -- writing (inside the report transaction) ---------------------------------------------
+
+
+async def save_records(conn: Conn, run_id: int, report: TaskReport, now: float, cap: int) -> None:
+    """Write the report's records in the report's own transaction; bodies over ``cap``
+    bytes are not kept."""
+    writer = _RecordWriter(conn, run_id, now, cap)
+    tally = AssetTally()
+    # In key order: transactions of two runs that share keys then lock them in the same
+    # order, and wait for each other instead of deadlocking.
+    for record in sorted(report.records, key=_by_key):
+        seen, stored = await writer.save(report.lease.task_id, record)
+        tally.count(record, newly_seen=seen, newly_stored=stored)
+    if tally.found or tally.stored:
+        params = {"run_id": run_id, "host": report.lease.host}
+        params.update(found=tally.found, stored=tally.stored)
+        await conn.execute(Q["add_host_assets"], params)
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordWriter:
+    """The records of one report, written in its transaction."""
+
+    conn: Conn
+    run_id: int
+    now: float
+    cap: int
+
+    async def save(self, task_id: int, record: AssetRecord) -> tuple[bool, bool]:
+        """Save one sighting; (first sighting in the run, body newly stored in the run)."""
+        conn = self.conn
+        row = await one(conn, "select_record", {"key": record.key})
+        created = None
+        if row is None:
+            created = await self._create(record)
+        if created is not None:
+            record_id, version, body_hash = created
+            changed, had_body = True, False
+        else:
+            if row is None or row["latest_hash"] != record.content_hash:
+                # Decide under the row lock: another run may be writing this key right now.
+                row = await one(conn, "lock_record", {"key": record.key})
+            assert row is not None  # records are never deleted
+            record_id, version, body_hash = (
+                row["id"],
+                row["latest_version"],
+                row["latest_body_hash"],
+            )
+            changed, had_body = row["latest_hash"] != record.content_hash, body_hash is not None
+            if changed:
+                version, body_hash = await self._write_version(row, record)
+        seen = {"run_id": self.run_id, "record_id": record_id, "version": version,
+                "task_id": task_id, "now": self.now}  # fmt: skip
+        newly_seen = (await conn.execute(Q["insert_seen"], seen)).rowcount == 1
+        if changed and not newly_seen:
+            await conn.execute(Q["update_seen"], seen)
+        newly_stored = body_hash is not None and (newly_seen or (changed and not had_body))
+        return newly_seen, newly_stored
+
+    async def _create(self, record: AssetRecord) -> tuple[int, int, str | None] | None:
+        """A new key with its first version; None if another run created the key first."""
+        plan = await self._keep_body(record)
+        data = data_json(record.data)
+        params = version_params(0, 1, self.run_id, record, plan, None, data, self.now)
+        params.update(record_params(record, self.run_id, self.now))
+        inserted = await one(self.conn, "insert_record", params)
+        if inserted is None:
+            return None
+        params["record_id"] = inserted["id"]
+        await self.conn.execute(Q["insert_version"], params)
+        return inserted["id"], 1, plan.body_hash
+
+    async def _write_version(self, row: DictRow, record: AssetRecord) -> tuple[int, str | None]:
+        """Write the record's next version; (its number, its kept body's hash)."""
+        plan = await self._keep_body(record)
+        data = data_json(record.data)
+        version = row["latest_version"] + 1
+        score = await _similarity(self.conn, row["id"], version - 1, record, data)
+        params = version_params(
+            row["id"], version, self.run_id, record, plan, score, data, self.now
+        )
+        await self.conn.execute(Q["insert_version"], params)
+        await self.conn.execute(Q["update_record_latest"], params)
+        return version, plan.body_hash
+
+    async def _keep_body(self, record: AssetRecord) -> BodyPlan:
+        plan = plan_body(record.body, self.cap)
+        if plan.body_hash is not None and record.body is not None:
+            await self.conn.execute(Q["insert_body"], body_params(plan, record.body, self.now))
+        return plan
 
 
 def _by_key(record: AssetRecord) -> str:
     return record.key
 
 
-async def _one(conn: Conn, query: str, params: dict[str, Any]) -> DictRow | None:
-    return await (await conn.execute(_R[query], params)).fetchone()
-
-
-async def _all(conn: Conn, query: str, params: dict[str, Any]) -> list[DictRow]:
-    return await (await conn.execute(_R[query], params)).fetchall()
-
-
 async def _similarity(
     conn: Conn, record_id: int, version: int, record: AssetRecord, data: str
 ) -> float | None:
-    previous = await _one(
-        conn, "select_version_content", {"record_id": record_id, "version": version}
-    )
+    params = {"record_id": record_id, "version": version}
+    previous = await one(conn, "select_version_content", params)
     assert previous is not None  # versions are never deleted while their record exists
     previous_body = None
     if record.body is not None and previous["body_hash"] is not None:
-        row = await _one(conn, "select_body", {"content_hash": previous["body_hash"]})
+        row = await one(conn, "select_body", {"content_hash": previous["body_hash"]})
         previous_body = None if row is None else decompress(row["compression"], row["data"])
     had_body = previous["body_size"] is not None
     # jsonb keeps its own key order: compare the canonical form, as the SQLite store does.

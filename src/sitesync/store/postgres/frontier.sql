@@ -1,32 +1,5 @@
--- Query names match sqlite/queries.sql wherever both backends have the query, so the
--- two files can be read side by side. PostgreSQL-only queries come last.
-
--- name: insert_run
-INSERT INTO runs (status, config, created_at, last_activity_at)
-VALUES (%(status)s, %(config)s, %(now)s, %(now)s)
-RETURNING *;
-
--- name: select_run
-SELECT * FROM runs WHERE id = %(run_id)s;
-
--- name: select_runs
-SELECT * FROM runs ORDER BY id DESC LIMIT %(limit)s;
-
--- name: update_run_status
-UPDATE runs
-   SET status = %(status)s,
-       status_reason = %(reason)s,
-       started_at = COALESCE(started_at, CASE WHEN %(status)s::text = 'running' THEN %(now)s END),
-       ended_at = CASE WHEN %(terminal)s THEN %(now)s ELSE NULL END,
-       last_activity_at = %(now)s
- WHERE id = %(run_id)s AND status = %(expected)s
-RETURNING *;
-
--- name: complete_run_if_drained
-UPDATE runs
-   SET status = 'completed', ended_at = %(now)s, last_activity_at = %(now)s, status_reason = NULL
- WHERE id = %(run_id)s AND status = 'running' AND pending = 0 AND assigned = 0
-   AND seeded_at IS NOT NULL;  -- sitemaps may still add work until seeding is done
+-- Tasks of runs: admission, leases, reports, releases and attempt history (PostgreSQL).
+-- Query names match the SQLite store's wherever both backends have the query.
 
 -- name: add_admitted
 UPDATE runs
@@ -174,42 +147,6 @@ SELECT * FROM tasks
 -- name: count_by_state
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 
--- name: mark_seeded
-UPDATE runs SET seeded_at = %(now)s WHERE id = %(run_id)s AND seeded_at IS NULL;
-
--- name: update_run_config
-UPDATE runs SET config = %(config)s WHERE id = %(run_id)s
-RETURNING *;
-
--- name: select_domain
-SELECT * FROM domains WHERE host = %(host)s;
-
--- name: upsert_domain_redirect
--- Aliases accumulate in the row itself, in order of first sighting and never naming the
--- canonical host, so two workers recording the same host at once both keep theirs.
-INSERT INTO domains (host, canonical_host, aliases, first_seen_at, updated_at)
-VALUES (%(host)s, %(canonical_host)s, %(aliases)s::text[], %(now)s, %(now)s)
-ON CONFLICT (host) DO UPDATE
-   SET canonical_host = excluded.canonical_host,
-       aliases = ARRAY(SELECT alias
-                         FROM unnest(domains.aliases || excluded.aliases)
-                              WITH ORDINALITY AS seen (alias, position)
-                        WHERE alias <> excluded.canonical_host
-                        GROUP BY alias
-                        ORDER BY MIN(position)),
-       updated_at = excluded.updated_at
-RETURNING *;
-
--- PostgreSQL only ----------------------------------------------------------------------
-
--- name: lock_run
--- Every transaction that moves counters or admits tasks takes the run row first, so
--- writers of one run queue here: the max_pages check and the counter updates see the
--- latest committed row, and task rows are only ever locked after the run row (one lock
--- order, no deadlocks). NO KEY UPDATE is the lock the counter UPDATE takes anyway; it
--- does not block the foreign-key checks of task inserts.
-SELECT * FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;
-
 -- name: insert_tasks
 -- The dedup pre-flight and the max_pages cap in one statement. The caller holds the
 -- run row (lock_run), and every insert into a run's tasks takes that lock first, so
@@ -233,28 +170,6 @@ WITH inserted AS (
     ON CONFLICT (run_id, url) DO NOTHING
     RETURNING 1)
 SELECT COUNT(*) AS admitted FROM inserted;
-
--- name: lock_migrations
--- Two processes starting at once apply the migrations one after the other: the
--- second waits here, then finds them recorded. Released at commit. The key is any
--- constant of our own: the bytes of "sitesync" read as one bigint.
-SELECT pg_advisory_xact_lock(x'7369746573796e63'::bigint);
-
--- name: schema_exists
-SELECT 1 AS found FROM pg_namespace WHERE nspname = %(schema)s;
-
--- name: create_migrations_table
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    integer          PRIMARY KEY,
-    name       text             NOT NULL,
-    applied_at double precision NOT NULL
-);
-
--- name: select_migrations
-SELECT version FROM schema_migrations ORDER BY version;
-
--- name: insert_migration
-INSERT INTO schema_migrations (version, name, applied_at) VALUES (%(version)s, %(name)s, %(now)s);
 
 -- name: insert_attempts
 -- Every accepted attempt of a report batch in one statement. A task's attempt numbers

@@ -1,28 +1,4 @@
--- name: insert_run
-INSERT INTO runs (status, config, created_at, last_activity_at)
-VALUES (:status, :config, :now, :now)
-RETURNING id;
-
--- name: select_run
-SELECT * FROM runs WHERE id = :run_id;
-
--- name: select_runs
-SELECT * FROM runs ORDER BY id DESC LIMIT :limit;
-
--- name: update_run_status
-UPDATE runs
-   SET status = :status,
-       status_reason = :reason,
-       started_at = COALESCE(started_at, CASE WHEN :status = 'running' THEN :now END),
-       ended_at = CASE WHEN :terminal THEN :now ELSE NULL END,
-       last_activity_at = :now
- WHERE id = :run_id AND status = :expected;
-
--- name: complete_run_if_drained
-UPDATE runs
-   SET status = 'completed', ended_at = :now, last_activity_at = :now, status_reason = NULL
- WHERE id = :run_id AND status = 'running' AND pending = 0 AND assigned = 0
-   AND seeded_at IS NOT NULL;  -- sitemaps may still add work until seeding is done
+-- Tasks of runs: admission, leases, reports, releases and attempt history (SQLite).
 
 -- name: insert_task
 -- ON CONFLICT DO NOTHING is the dedup pre-flight: a URL already in the run, in any
@@ -168,23 +144,6 @@ SELECT * FROM tasks
 
 -- name: count_by_state
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = :run_id GROUP BY state;
-
--- name: mark_seeded
-UPDATE runs SET seeded_at = :now WHERE id = :run_id AND seeded_at IS NULL;
-
--- name: update_run_config
-UPDATE runs SET config = :config WHERE id = :run_id;
-
--- name: select_domain
-SELECT * FROM domains WHERE host = :host;
-
--- name: upsert_domain_redirect
-INSERT INTO domains (host, canonical_host, aliases, first_seen_at, updated_at)
-VALUES (:host, :canonical_host, :aliases, :now, :now)
-ON CONFLICT (host) DO UPDATE
-   SET canonical_host = excluded.canonical_host,
-       aliases = excluded.aliases,
-       updated_at = excluded.updated_at;
 
 -- name: insert_attempt
 -- One row per accepted attempt (executemany: one call per report batch). A task's

@@ -1,0 +1,101 @@
+"""Runs and their lifecycle, and the domains their roots redirect to, on PostgreSQL.
+
+SQL in ``runs.sql``; the decisions (which transitions the run table allows, how hosts and
+aliases accumulate) in :mod:`sitesync.store.rules`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from psycopg.types.json import Jsonb
+
+from sitesync.errors import RunNotFound
+from sitesync.models import Domain, Run, RunConfig, RunStatus
+from sitesync.store.postgres._db import Conn, PostgresArea, one, require_run
+from sitesync.store.postgres._rows import domain_from_row, run_from_row
+from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
+
+
+class PostgresRuns(PostgresArea):
+    async def create_run(self, config: RunConfig) -> Run:
+        async def work(conn: Conn) -> Run:
+            params = {
+                "status": RunStatus.QUEUED.value,
+                "config": Jsonb(config.to_json()),
+                "now": self._db.clock(),
+            }
+            row = await one(conn, "insert_run", params)
+            assert row is not None  # INSERT ... RETURNING always yields the row
+            return run_from_row(row)
+
+        return await self._db.transaction(work)
+
+    async def get_run(self, run_id: int) -> Run:
+        rows = await self._db.rows("select_run", {"run_id": run_id})
+        if not rows:
+            raise RunNotFound(f"no run with id {run_id}")
+        return run_from_row(rows[0])
+
+    async def list_runs(self, *, limit: int = 50) -> list[Run]:
+        return [run_from_row(row) for row in await self._db.rows("select_runs", {"limit": limit})]
+
+    async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
+        replay = False
+
+        async def work(conn: Conn) -> Run:
+            nonlocal replay
+            current = await require_run(conn, run_id)
+            if replay and current.status is to:
+                return current  # the first attempt committed; its acknowledgement was lost
+            replay = True
+            params = transition_params(current, to, reason, self._db.clock())
+            row = await one(conn, "update_run_status", params)
+            assert row is not None  # the run row is locked: its status cannot have moved
+            return run_from_row(row)
+
+        return await self._db.transaction(work)
+
+    async def mark_seeded(self, run_id: int) -> None:
+        await self._db.execute("mark_seeded", {"run_id": run_id})
+
+    async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
+        async def work(conn: Conn) -> Run:
+            run = await require_run(conn, run_id)
+            extra = extended_hosts(run.config.extra_hosts, hosts)
+            if extra is None:
+                return run
+            config = replace(run.config, extra_hosts=extra)
+            params = {"run_id": run_id, "config": Jsonb(config.to_json())}
+            row = await one(conn, "update_run_config", params)
+            assert row is not None  # the run row is locked: it still exists
+            return run_from_row(row)
+
+        return await self._db.transaction(work)
+
+    async def complete_if_drained(self, run_id: int) -> bool:
+        return await self._db.execute("complete_run_if_drained", {"run_id": run_id}) == 1
+
+    # -- domains ----------------------------------------------------------------------------
+
+    async def record_root_redirect(
+        self, host: str, *, canonical_host: str, aliases: Sequence[str]
+    ) -> Domain:
+        async def work(conn: Conn) -> Domain:
+            params = {
+                "host": host,
+                "canonical_host": canonical_host,
+                # The aliases already known are merged in by the upsert itself.
+                "aliases": merged_aliases((), aliases, canonical_host),
+                "now": self._db.clock(),
+            }
+            row = await one(conn, "upsert_domain_redirect", params)
+            assert row is not None  # an upsert with RETURNING always yields the row
+            return domain_from_row(row)
+
+        return await self._db.transaction(work)
+
+    async def get_domain(self, host: str) -> Domain | None:
+        rows = await self._db.rows("select_domain", {"host": host})
+        return domain_from_row(rows[0]) if rows else None

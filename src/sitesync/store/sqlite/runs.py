@@ -1,0 +1,95 @@
+"""Runs and their lifecycle, and the domains their roots redirect to, on SQLite.
+
+SQL in ``runs.sql``; the decisions (which transitions the run table allows, how hosts and
+aliases accumulate) in :mod:`sitesync.store.rules`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+
+from sitesync.errors import RunNotFound
+from sitesync.models import Domain, Run, RunConfig, RunStatus
+from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
+from sitesync.store.sqlite._db import Q, SqliteArea
+from sitesync.store.sqlite._rows import domain_from_row, run_from_row
+
+
+class SqliteRuns(SqliteArea):
+    async def create_run(self, config: RunConfig) -> Run:
+        params = {
+            "status": RunStatus.QUEUED.value,
+            "config": json.dumps(config.to_json()),
+            "now": self._db.clock(),
+        }
+
+        def work(conn: sqlite3.Connection) -> Run:
+            return select_run(conn, conn.execute(Q["insert_run"], params).fetchone()[0])
+
+        return await self._db.write(work)
+
+    async def get_run(self, run_id: int) -> Run:
+        return await self._db.read(lambda conn: select_run(conn, run_id))
+
+    async def list_runs(self, *, limit: int = 50) -> list[Run]:
+        return [run_from_row(row) for row in await self._db.rows("select_runs", {"limit": limit})]
+
+    async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
+        def work(conn: sqlite3.Connection) -> Run:
+            params = transition_params(select_run(conn, run_id), to, reason, self._db.clock())
+            conn.execute(Q["update_run_status"], params)
+            return select_run(conn, run_id)
+
+        return await self._db.write(work)
+
+    async def complete_if_drained(self, run_id: int) -> bool:
+        return await self._db.execute("complete_run_if_drained", {"run_id": run_id}) == 1
+
+    async def mark_seeded(self, run_id: int) -> None:
+        await self._db.execute("mark_seeded", {"run_id": run_id})
+
+    async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
+        def work(conn: sqlite3.Connection) -> Run:
+            run = select_run(conn, run_id)
+            extra = extended_hosts(run.config.extra_hosts, hosts)
+            if extra is None:
+                return run
+            config = json.dumps(replace(run.config, extra_hosts=extra).to_json())
+            conn.execute(Q["update_run_config"], {"run_id": run_id, "config": config})
+            return select_run(conn, run_id)
+
+        return await self._db.write(work)
+
+    # -- domains ----------------------------------------------------------------------------
+
+    async def record_root_redirect(
+        self, host: str, *, canonical_host: str, aliases: Sequence[str]
+    ) -> Domain:
+        def work(conn: sqlite3.Connection) -> Domain:
+            row = conn.execute(Q["select_domain"], {"host": host}).fetchone()
+            known = json.loads(row["aliases"]) if row is not None else []
+            params = {
+                "host": host,
+                "canonical_host": canonical_host,
+                "aliases": json.dumps(merged_aliases(known, aliases, canonical_host)),
+                "now": self._db.clock(),
+            }
+            conn.execute(Q["upsert_domain_redirect"], params)
+            return domain_from_row(conn.execute(Q["select_domain"], {"host": host}).fetchone())
+
+        return await self._db.write(work)
+
+    async def get_domain(self, host: str) -> Domain | None:
+        rows = await self._db.rows("select_domain", {"host": host})
+        return domain_from_row(rows[0]) if rows else None
+
+
+def select_run(conn: sqlite3.Connection, run_id: int) -> Run:
+    """The run, read in the caller's transaction; raises ``RunNotFound``."""
+    row = conn.execute(Q["select_run"], {"run_id": run_id}).fetchone()
+    if row is None:
+        raise RunNotFound(f"no run with id {run_id}")
+    return run_from_row(row)
