@@ -104,8 +104,10 @@ async def test_release_claims_by_expiry_worker_and_force(store: Store) -> None:
     run_id = await run_with_hosts(store)
     await join(store, run_id, "dead")
     await join(store, run_id, "live")
-    dead = await claim(store, run_id, "dead", seconds=0.05)
+    # "live" claims first: a busy machine taking over 0.05 s between the two claims would
+    # otherwise hand "live" the hosts of an already expired "dead" claim
     live = await claim(store, run_id, "live")
+    dead = await claim(store, run_id, "dead", seconds=0.05)
     await asyncio.sleep(0.06)
     preview = await store.release_claims_where(expired_only=True, worker_id=None, dry_run=True)
     assert {c.host for c in preview} == dead

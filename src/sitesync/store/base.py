@@ -192,6 +192,12 @@ class Store(
 ):
     """A whole backend."""
 
+    def now(self) -> float:
+        """The store's time (epoch seconds): what leases, claims, pauses and schedules are
+        measured against. Workers compare the expiries they hold with this, never with
+        their own machine's wall clock, which may be minutes off the fleet's."""
+        ...
+
     async def close(self) -> None:
         """Release connections and threads. Idempotent."""
         ...

@@ -35,6 +35,7 @@ from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._sql import load_migrations, load_namespace, refuse_newer
 from sitesync.store.postgres._rows import run_from_row
+from sitesync.store.postgres.clock import ServerClock
 
 Conn: TypeAlias = AsyncConnection[DictRow]
 T = TypeVar("T")
@@ -95,6 +96,12 @@ class PostgresDb:
             raise
         return cls(pool, where=where, **options)
 
+    async def sync_clock(self) -> None:
+        """Take a sample of the server's time now (see :class:`ServerClock`)."""
+        if isinstance(self.clock, ServerClock):
+            async with errors_at(self.where), self._pool.connection() as conn:
+                await self.clock.sync(conn)
+
     async def close(self) -> None:
         if self._closed:
             return
@@ -135,8 +142,11 @@ class PostgresDb:
     async def _attempt(self, work: Callable[[Conn], Awaitable[T]]) -> T:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                async with self._pool.connection() as conn, conn.transaction():
-                    return await work(conn)
+                async with self._pool.connection() as conn:
+                    if isinstance(self.clock, ServerClock) and self.clock.due:
+                        await self.clock.sync(conn)  # before the transaction reads "now"
+                    async with conn.transaction():
+                        return await work(conn)
             except _RETRYABLE:
                 if attempt == _ATTEMPTS:
                     raise

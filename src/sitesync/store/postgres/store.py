@@ -5,7 +5,9 @@ overview, registry), each written against one plumbing object, :class:`PostgresD
 :mod:`sitesync.store.postgres._db` for the run-row lock order and the retries).
 
 Times are epoch seconds from the store's ``clock``, exactly as in the SQLite store, so both
-backends build the same models and one contract suite checks both.
+backends build the same models and one contract suite checks both. By default that clock is
+the server's (:class:`~sitesync.store.postgres.clock.ServerClock`): workers on machines whose
+clocks disagree still agree on when a lease, claim or heartbeat expired.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sitesync.store.postgres._db import (
     describe,
     errors_at,
 )
+from sitesync.store.postgres.clock import ServerClock
 from sitesync.store.postgres.coordination import PostgresCoordination
 from sitesync.store.postgres.frontier import PostgresFrontier
 from sitesync.store.postgres.overview import PostgresOverview
@@ -49,7 +52,7 @@ class PostgresStore(
         *,
         min_size: int = 1,
         max_size: int = 10,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         schema: str | None = None,
         retry_seconds: float = DEFAULT_RETRY_SECONDS,
     ) -> PostgresStore:
@@ -61,15 +64,20 @@ class PostgresStore(
         for up to ``retry_seconds`` per call (see :mod:`sitesync.store._faults`).
         """
         check_schema(schema)
+        # ``clock`` is for tests that move time by hand; otherwise the server's is used.
+        server_clock = ServerClock() if clock is None else None
+        clock = clock or time.time  # until the pool is open, for the migration's timestamp
         await cls.migrate(dsn, schema=schema, clock=clock)
         db = await PostgresDb.open(
             dsn,
             min_size=min_size,
             max_size=max_size,
             schema=schema,
-            clock=clock,
+            clock=server_clock or clock,
             retry_seconds=retry_seconds,
         )
+        if server_clock is not None:
+            await db.sync_clock()
         return cls(db)
 
     @classmethod
@@ -84,6 +92,10 @@ class PostgresStore(
         check_schema(schema)
         async with await connect(dsn, where, schema) as conn, errors_at(where):
             return await apply_migrations(conn, schema, clock(), where)
+
+    def now(self) -> float:
+        """The PostgreSQL server's time (or the clock a test gave)."""
+        return self._db.clock()
 
     async def close(self) -> None:
         """Release the pool's connections. Idempotent."""

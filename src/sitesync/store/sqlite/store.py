@@ -50,6 +50,10 @@ class SqliteStore(
             raise
         return store
 
+    def now(self) -> float:
+        """This machine's clock: every process of an SQLite store shares it."""
+        return self._db.clock()
+
     async def close(self) -> None:
         """Release the connection and the thread. Idempotent."""
         await self._db.close()
