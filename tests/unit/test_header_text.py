@@ -11,8 +11,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sitesync.fetch.decode import decode_html
 from sitesync.fetch.text import header_text
-from sitesync.runs.page import decode_html
 
 # What a header value can hold on the wire: any byte but CR and LF (NUL is refused below).
 wire_bytes = st.binary(max_size=64).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b""))

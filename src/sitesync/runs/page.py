@@ -6,28 +6,27 @@ host asked us to back off before we even tried), never in an exception.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import logging
 import time
-import warnings
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
+from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+from sitesync.fetch.decode import Undecodable, declared_charset, decode_html_checked
 from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.robots import RobotsCache
-from sitesync.fetch.text import safe_text, without_surrogates
+from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
 from sitesync.plugins.builtin.links import PageLinks, count_anchors, extract_links
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
+from sitesync.runs.hops import HopFetcher
 from sitesync.runs.seeding import SitemapReader
 from sitesync.store.base import Store
-from sitesync.urls import origin_of, resolve_link, same_site, url_host
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +94,14 @@ class PageAttempts:
         self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
         self.dead_hosts = dead_hosts
         self.sitemaps = sitemaps
-        self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
-        self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
         #: Tasks a request has started for (a turn taken past the pause check), until the
         #: worker hands in their outcome: a pause waits for these, and only these.
         self.under_way: set[int] = set()
+        self.hops = HopFetcher(
+            store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
+            robots=robots, turn=self._turn,
+            follow_offsite_seed_redirects=follow_offsite_seed_redirects,
+        )  # fmt: skip
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         started = time.time()
@@ -115,29 +117,10 @@ class PageAttempts:
         return replace(outcome, started_at=started, ended_at=time.time(), worker_id=self.worker_id)
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
-        if self.halted():
-            raise Halted
-        if not self.claims.holds(lease.host):
-            # Our claim on the host is gone or too close to expiry for a whole fetch:
-            # whoever holds it next fetches this URL.
-            return Deferral(lease, time.time())
-        ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
-        if ended is not None:  # a dead host: this task ends like the rest of its tasks
-            return await self._root_plugins(lease, None, ended)
-        paused_until = self.limiter.paused_until(lease.host)
-        if paused_until > time.time() + DEFER_AFTER_SECONDS:
-            return Deferral(lease, paused_until)
-        if self.robots is not None:
-            blocked = await self._robots_verdict(lease)
-            if isinstance(blocked, Deferral):
-                return blocked
-            if blocked is not None:
-                if lease.depth == 0 and blocked.give_up:  # the whole site says no
-                    await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
-                if self.plugins is not None and lease.depth == 0:  # plugins may say why
-                    blocked = await self._run_plugins(lease, None, blocked, [])
-                return blocked
-        result = await self._fetch(lease)
+        before = await self._before_fetch(lease)
+        if before is not None:
+            return before
+        result = await self.hops.fetch(lease)
         if self.dead_hosts is not None:
             if host_failure(result):
                 handled = await self.dead_hosts.failed(
@@ -155,13 +138,42 @@ class PageAttempts:
             # Stored, so the next holder of this host honours it too.
             await self.store.save_host_pause(lease.host, until=until)
         if lease.depth == 0 and result.redirects:
-            await self._record_root_redirect(lease, result)
+            await self.hops.record_root_redirect(lease, result)
+        return await self._answered(lease, result)
+
+    async def _before_fetch(self, lease: Lease) -> TaskReport | Deferral | None:
+        """What ends the attempt before any request for the page (None: fetch it)."""
+        if self.halted():
+            raise Halted
+        if not self.claims.holds(lease.host):
+            # Our claim on the host is gone or too close to expiry for a whole fetch:
+            # whoever holds it next fetches this URL.
+            return Deferral(lease, time.time())
+        ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
+        if ended is not None:  # a dead host: this task ends like the rest of its tasks
+            return await self._root_plugins(lease, None, ended)
+        paused_until = self.limiter.paused_until(lease.host)
+        if paused_until > time.time() + DEFER_AFTER_SECONDS:
+            return Deferral(lease, paused_until)
+        if self.robots is None:
+            return None
+        blocked = await self._robots_verdict(lease)
+        if blocked is None or isinstance(blocked, Deferral):
+            return blocked
+        if lease.depth == 0 and blocked.give_up:  # the whole site says no
+            await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
+        if self.plugins is not None and lease.depth == 0:  # plugins may say why
+            blocked = await self._run_plugins(lease, None, blocked, [])
+        return blocked
+
+    async def _answered(self, lease: Lease, result: FetchResult) -> TaskReport:
+        """The report of a fetch that got this far: links, sitemaps, plugins."""
         # Decoded once, for the link extraction and the plugins alike.
         wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
         text = self._html_text(result) if wanted else None
         report, links = self._report(lease, result, text)
         if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
-            report = self._hand_over_target(lease, result, report)
+            report = self.hops.hand_over_target(lease, result, report)
         if lease.depth == 0 and report.ok and self.sitemaps is not None:
             report = await self._add_sitemap_urls(lease, report)
         if lease.depth == 0 and report.outcome == FetchOutcome.BLOCKED.value:
@@ -181,7 +193,7 @@ class PageAttempts:
         if cut is not None:
             body = body[:cut]
         text, clean = decode_html_checked(body, result.headers.get("content-type", ""))
-        return text if clean else _Undecodable(text)
+        return text if clean else Undecodable(text)
 
     def _parse_cut(self, body: bytes) -> int | None:
         """Where the parsed part of ``body`` ends (at a ``<``, so that no tag is cut in two
@@ -281,19 +293,6 @@ class PageAttempts:
             self.under_way.add(lease.task_id)
             yield turn
 
-    async def _learn_pace(self, turn: Turn, result: FetchResult) -> None:
-        """The host's adaptive pace learns from the answer; a changed pace is stored, so
-        every worker of the fleet (the next holder of the host) keeps to it."""
-        learned = turn.saw(result)
-        if learned is not None:
-            await self.store.save_host_pace(
-                turn.host,
-                delay=learned.delay,
-                concurrency=learned.concurrency,
-                reason=learned.reason,
-                since=learned.since,
-            )
-
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         assert self.sitemaps is not None
         urls = await self.sitemaps.page_urls(lease.url)
@@ -301,101 +300,6 @@ class PageAttempts:
             return report
         found = self.frontier.candidates(urls, depth=lease.depth + 1)
         return replace(report, discovered=(*report.discovered, *found))
-
-    async def _fetch(self, lease: Lease) -> FetchResult:
-        """Fetch ``lease.url``, following its redirects one hop at a time.
-
-        Each hop is a request of its own: it waits for its host's politeness slot, and its
-        target must be in scope and allowed by robots.txt before it is requested. A target
-        that is not is recorded (the hop is on the chain) but never fetched.
-        """
-        chain: list[RedirectHop] = []
-        current = lease.url
-        while True:
-            async with self._turn(url_host(current), lease) as turn:
-                result = await self.fetcher.fetch(current, may_follow=_no_hop)
-            await self._learn_pace(turn, result)
-            if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
-                return _chained(lease.url, result, chain)
-            hop = result.redirects[-1]
-            chain.append(hop)
-            target = resolve_link(hop.from_url, hop.to_url)
-            location = result.headers.get("location") or hop.to_url  # as the server sent it
-            refusal = await self._hop_refusal(lease, target, location, chain)
-            if refusal is not None:
-                outcome, error = refusal
-                if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
-                    return FetchResult(url=lease.url, outcome=outcome, error=error,
-                                       redirects=tuple(chain))  # fmt: skip
-                return replace(result, url=lease.url, outcome=outcome, error=error,
-                               redirects=tuple(chain))  # fmt: skip
-            assert target is not None
-            current = target
-
-    async def _hop_refusal(
-        self, lease: Lease, target: str | None, location: str, chain: list[RedirectHop]
-    ) -> tuple[FetchOutcome, str] | None:
-        """Why the last hop of ``chain`` (to ``location``) is not followed, or None."""
-        if target is None:
-            why = f"redirect to {location} (not an http(s) URL)"
-            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
-        if target in {hop.from_url for hop in chain}:
-            return FetchOutcome.INVALID, f"redirect loop back to {target}"
-        if len(chain) > self.max_redirects:
-            return FetchOutcome.INVALID, f"more than {self.max_redirects} redirects"
-        if not self._may_follow(lease, target):
-            return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
-        host = url_host(target)
-        if host != lease.host and not await self.claims.may_request(host):
-            # Another worker holds that host: only it sends the host requests.
-            why = f"redirect to {target} (its host is held by another worker: queued for it)"
-            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
-        if self.robots is None:
-            return None
-        verdict = await self.robots.check(
-            target, origin_of(target), gate=lambda: self._turn(host, lease)
-        )
-        self.limiter.honour_crawl_delay(host, verdict.crawl_delay)
-        if verdict.allowed:
-            return None
-        return FetchOutcome.BLOCKED, f"redirect to {target} not followed: {verdict.reason}"
-
-    def _may_follow(self, lease: Lease, target: str) -> bool:
-        host = url_host(target)
-        if lease.depth == 0:
-            # A seed's redirects within its site define it (http -> https, bare -> www);
-            # one to another site is recorded as its canonical host but not followed, unless
-            # the operator said so (the flag, or that domain in allowed_domains).
-            if self.follow_offsite_seed_redirects or same_site(lease.host, host):
-                return True
-            return self.frontier.scope.domain_allowed(host)
-        return self.frontier.scope.admits(target, host, lease.depth)
-
-    async def _record_root_redirect(self, lease: Lease, result: FetchResult) -> None:
-        final = result.final_url or lease.url
-        if result.outcome in (FetchOutcome.REDIRECT_NOT_FOLLOWED, FetchOutcome.BLOCKED):
-            # Not followed (another site, robots.txt): the site still says it lives there.
-            final = resolve_link(final, result.redirects[-1].to_url) or final
-        canonical = url_host(final)
-        hosts = [url_host(hop.from_url) for hop in result.redirects]
-        aliases = [h for h in dict.fromkeys(hosts) if h != canonical]
-        await self.store.record_root_redirect(lease.host, canonical_host=canonical, aliases=aliases)
-        if canonical in self.frontier.scope.seed_hosts:
-            return
-        if same_site(lease.host, canonical) or self.follow_offsite_seed_redirects:
-            run = await self.store.extend_scope(lease.run_id, [canonical])
-            self.frontier.refresh(run)
-
-    def _hand_over_target(
-        self, lease: Lease, result: FetchResult, report: TaskReport
-    ) -> TaskReport:
-        """A redirect target not followed becomes a task of its own if it is in scope: its
-        host's claim holder fetches it (this worker only requests hosts it holds)."""
-        target = resolve_link(result.url, result.redirects[-1].to_url)
-        if target is None:
-            return report
-        found = self.frontier.candidates([target], depth=lease.depth)
-        return replace(report, discovered=(*report.discovered, *found)) if found else report
 
     def _report(
         self, lease: Lease, result: FetchResult, text: str | None
@@ -433,7 +337,7 @@ class PageAttempts:
             discovered=discovered,
             error=None if result.outcome is FetchOutcome.SUCCESS else describe(result),
         )
-        if result.outcome is FetchOutcome.SUCCESS and isinstance(text, _Undecodable):
+        if result.outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
             # Recorded as what happened, not as a success: the links (almost always ASCII)
             # are still followed, read with replacement characters.
             charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
@@ -451,75 +355,6 @@ class PageAttempts:
             # Not parsed, but counted: the links record says how many were left out.
             links.truncated += count_anchors(memoryview(result.body)[cut:])
         return links
-
-
-def _no_hop(url: str) -> bool:
-    return False  # PageAttempts follows redirects itself, one polite request per hop
-
-
-def _chained(url: str, result: FetchResult, chain: list[RedirectHop]) -> FetchResult:
-    """``result`` (of the last hop) as the answer to ``url``, with the whole chain."""
-    if not chain:
-        return result
-    # No answer from the last hop (refused, unreachable): it is on the chain, not the final URL.
-    final = result.final_url if result.status == 0 else (result.final_url or result.url)
-    return replace(result, url=url, final_url=final, redirects=(*chain, *result.redirects))
-
-
-class _Undecodable(str):
-    """Page text decoded with replacement characters: the body is not valid in its charset."""
-
-    __slots__ = ()
-
-
-def declared_charset(content_type: str) -> str | None:
-    """The ``charset`` parameter of a Content-Type, as the server wrote it."""
-    for part in content_type.split(";")[1:]:
-        key, _, value = part.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            return value.strip().strip("\"'")
-    return None
-
-
-def decode_html(body: bytes, content_type: str) -> str:
-    """Decode with the declared charset; see :func:`decode_html_checked`."""
-    return decode_html_checked(body, content_type)[0]
-
-
-def decode_html_checked(body: bytes, content_type: str) -> tuple[str, bool]:
-    """Decode with the declared charset, and say whether the body was valid in it.
-
-    Unknown or wrong charsets degrade to UTF-8 with replacement characters instead of
-    failing (links are almost always ASCII). A server names the codec: one that is no text
-    encoding (``base64``, ``zlib``), or that fails whatever the errors mode (``idna``,
-    ``undefined``), is treated as unknown, and lone surrogates (``unicode_escape`` makes
-    them) become U+FFFD, so the text can be stored.
-    """
-    try:
-        codec = codecs.lookup(declared_charset(content_type) or "utf-8").name
-    except LookupError:
-        codec = "utf-8"
-    if codec == "utf-8":
-        return _decode_utf8(body)
-    try:
-        with warnings.catch_warnings():  # unicode_escape warns of escapes it will refuse
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return without_surrogates(body.decode(codec)), True
-    except UnicodeDecodeError:
-        pass  # not valid in it: decoded again, with replacement characters
-    except (LookupError, ValueError):
-        return _decode_utf8(body)
-    try:
-        return without_surrogates(body.decode(codec, errors="replace")), False
-    except (LookupError, ValueError):  # a codec that refuses the errors mode (idna)
-        return _decode_utf8(body)
-
-
-def _decode_utf8(body: bytes) -> tuple[str, bool]:
-    try:
-        return body.decode("utf-8"), True  # never yields a surrogate
-    except UnicodeDecodeError:
-        return body.decode("utf-8", errors="replace"), False
 
 
 def describe(result: FetchResult) -> str:

@@ -1,0 +1,163 @@
+"""Fetching a page one polite request per redirect hop.
+
+Each hop is a request of its own: it waits for its host's politeness slot, and its target
+must be in scope, on a host this worker may ask, and allowed by robots.txt before it is
+requested. A target that is not is recorded (the hop is on the chain) but never fetched.
+A seed's redirects also say where its site lives (its canonical host and aliases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
+
+from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
+from sitesync.fetch.politeness import HostLimiter, Turn
+from sitesync.fetch.robots import RobotsCache
+from sitesync.frontier.frontier import Frontier
+from sitesync.models import Lease, TaskReport
+from sitesync.runs.claims import ClaimKeeper
+from sitesync.store.base import Store
+from sitesync.urls import origin_of, resolve_link, same_site, url_host
+
+#: The host's politeness slot for a request on behalf of a lease (see PageAttempts._turn).
+TurnFor = Callable[[str, Lease], AbstractAsyncContextManager[Turn]]
+
+
+class HopFetcher:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        fetcher: Fetcher,
+        frontier: Frontier,
+        claims: ClaimKeeper,
+        limiter: HostLimiter,
+        robots: RobotsCache | None,
+        turn: TurnFor,
+        follow_offsite_seed_redirects: bool,
+    ) -> None:
+        self.store = store
+        self.fetcher = fetcher
+        self.frontier = frontier
+        self.claims = claims
+        self.limiter = limiter
+        self.robots = robots
+        self.turn = turn
+        self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
+        self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
+
+    async def fetch(self, lease: Lease) -> FetchResult:
+        """Fetch ``lease.url``, following its redirects one hop at a time."""
+        chain: list[RedirectHop] = []
+        current = lease.url
+        while True:
+            async with self.turn(url_host(current), lease) as turn:
+                result = await self.fetcher.fetch(current, may_follow=_no_hop)
+            await self._learn_pace(turn, result)
+            if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
+                return _chained(lease.url, result, chain)
+            hop = result.redirects[-1]
+            chain.append(hop)
+            target = resolve_link(hop.from_url, hop.to_url)
+            location = result.headers.get("location") or hop.to_url  # as the server sent it
+            refusal = await self._hop_refusal(lease, target, location, chain)
+            if refusal is not None:
+                outcome, error = refusal
+                if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
+                    return FetchResult(url=lease.url, outcome=outcome, error=error,
+                                       redirects=tuple(chain))  # fmt: skip
+                return replace(result, url=lease.url, outcome=outcome, error=error,
+                               redirects=tuple(chain))  # fmt: skip
+            assert target is not None
+            current = target
+
+    async def _learn_pace(self, turn: Turn, result: FetchResult) -> None:
+        """The host's adaptive pace learns from the answer; a changed pace is stored, so
+        every worker of the fleet (the next holder of the host) keeps to it."""
+        learned = turn.saw(result)
+        if learned is not None:
+            await self.store.save_host_pace(
+                turn.host,
+                delay=learned.delay,
+                concurrency=learned.concurrency,
+                reason=learned.reason,
+                since=learned.since,
+            )
+
+    async def _hop_refusal(
+        self, lease: Lease, target: str | None, location: str, chain: list[RedirectHop]
+    ) -> tuple[FetchOutcome, str] | None:
+        """Why the last hop of ``chain`` (to ``location``) is not followed, or None."""
+        if target is None:
+            why = f"redirect to {location} (not an http(s) URL)"
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
+        if target in {hop.from_url for hop in chain}:
+            return FetchOutcome.INVALID, f"redirect loop back to {target}"
+        if len(chain) > self.max_redirects:
+            return FetchOutcome.INVALID, f"more than {self.max_redirects} redirects"
+        if not self._may_follow(lease, target):
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
+        host = url_host(target)
+        if host != lease.host and not await self.claims.may_request(host):
+            # Another worker holds that host: only it sends the host requests.
+            why = f"redirect to {target} (its host is held by another worker: queued for it)"
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
+        if self.robots is None:
+            return None
+        verdict = await self.robots.check(
+            target, origin_of(target), gate=lambda: self.turn(host, lease)
+        )
+        self.limiter.honour_crawl_delay(host, verdict.crawl_delay)
+        if verdict.allowed:
+            return None
+        return FetchOutcome.BLOCKED, f"redirect to {target} not followed: {verdict.reason}"
+
+    def _may_follow(self, lease: Lease, target: str) -> bool:
+        host = url_host(target)
+        if lease.depth == 0:
+            # A seed's redirects within its site define it (http -> https, bare -> www);
+            # one to another site is recorded as its canonical host but not followed, unless
+            # the operator said so (the flag, or that domain in allowed_domains).
+            if self.follow_offsite_seed_redirects or same_site(lease.host, host):
+                return True
+            return self.frontier.scope.domain_allowed(host)
+        return self.frontier.scope.admits(target, host, lease.depth)
+
+    async def record_root_redirect(self, lease: Lease, result: FetchResult) -> None:
+        final = result.final_url or lease.url
+        if result.outcome in (FetchOutcome.REDIRECT_NOT_FOLLOWED, FetchOutcome.BLOCKED):
+            # Not followed (another site, robots.txt): the site still says it lives there.
+            final = resolve_link(final, result.redirects[-1].to_url) or final
+        canonical = url_host(final)
+        hosts = [url_host(hop.from_url) for hop in result.redirects]
+        aliases = [h for h in dict.fromkeys(hosts) if h != canonical]
+        await self.store.record_root_redirect(lease.host, canonical_host=canonical, aliases=aliases)
+        if canonical in self.frontier.scope.seed_hosts:
+            return
+        if same_site(lease.host, canonical) or self.follow_offsite_seed_redirects:
+            run = await self.store.extend_scope(lease.run_id, [canonical])
+            self.frontier.refresh(run)
+
+    def hand_over_target(self, lease: Lease, result: FetchResult, report: TaskReport) -> TaskReport:
+        """A redirect target not followed becomes a task of its own if it is in scope: its
+        host's claim holder fetches it (this worker only requests hosts it holds)."""
+        target = resolve_link(result.url, result.redirects[-1].to_url)
+        if target is None:
+            return report
+        found = self.frontier.candidates([target], depth=lease.depth)
+        return replace(report, discovered=(*report.discovered, *found)) if found else report
+
+
+def _no_hop(url: str) -> bool:
+    return False  # HopFetcher follows redirects itself, one polite request per hop
+
+
+def _chained(url: str, result: FetchResult, chain: list[RedirectHop]) -> FetchResult:
+    """``result`` (of the last hop) as the answer to ``url``, with the whole chain."""
+    if not chain:
+        return result
+    # No answer from the last hop (refused, unreachable): it is on the chain, not the final URL.
+    final = result.final_url if result.status == 0 else (result.final_url or result.url)
+    return replace(result, url=url, final_url=final, redirects=(*chain, *result.redirects))
