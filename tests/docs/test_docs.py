@@ -8,6 +8,7 @@ from typer.main import get_command
 
 from sitesync.cli import app
 from sitesync.config import settings_reference
+from sitesync.transitions import transitions_table
 
 DOCS = Path(__file__).parents[2] / "docs"
 
@@ -15,6 +16,11 @@ DOCS = Path(__file__).parents[2] / "docs"
 def test_settings_reference_is_current() -> None:
     current = settings_reference() in (DOCS / "settings.md").read_text()
     assert current, "docs/settings.md is out of date: run 'make docs'"
+
+
+def test_architecture_draws_the_task_transitions_of_the_code() -> None:
+    current = transitions_table() in (DOCS / "architecture.md").read_text()
+    assert current, "docs/architecture.md's task table is out of date: run 'make docs'"
 
 
 def test_every_command_is_in_the_operator_guide() -> None:
