@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from sitesync.models import Attempt, Task, TaskState
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
-from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT, attempt_from_row
-from sitesync.store.rules import Row
+from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT, Decoders
 
 Db = TypeVar("Db")
 
@@ -31,42 +29,19 @@ class Area(Generic[Db]):
 
 
 class Plumbing(Protocol):
-    """What every backend's plumbing object offers for plain reads."""
+    """What every backend's plumbing object offers for one-query calls (see ``_plain``)."""
 
     clock: Callable[[], float]
+    decode: Decoders  # how its rows of runs, tasks and domains become models
 
     async def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """The rows of one read query, by the query's name in the backend's namespace."""
         ...
 
-
-P = TypeVar("P", bound=Plumbing)
-
-
-class TaskReads(Area[P]):
-    """Reads of a run's tasks, alike on both backends: one named query each. A backend
-    only says how its rows become tasks (:meth:`_task`)."""
-
-    @staticmethod
-    def _task(row: Row) -> Task:
-        raise NotImplementedError  # each backend decodes its own JSON columns
-
-    async def get_task(self, run_id: int, url: str) -> Task | None:
-        rows = await self._db.rows("select_task", {"run_id": run_id, "url": url})
-        return self._task(rows[0]) if rows else None
-
-    async def list_tasks(
-        self, run_id: int, *, state: TaskState | None = None, limit: int = 1000
-    ) -> list[Task]:
-        params = {"run_id": run_id, "state": None if state is None else state.value, "limit": limit}
-        return [self._task(row) for row in await self._db.rows("select_tasks", params)]
-
-    async def count_tasks(self, run_id: int) -> dict[TaskState, int]:
-        counts = dict.fromkeys(TaskState, 0)
-        for row in await self._db.rows("count_by_state", {"run_id": run_id}):
-            counts[TaskState(row["state"])] = row["n"]
-        return counts
-
-    async def list_attempts(self, task_id: int) -> list[Attempt]:
-        rows = await self._db.rows("select_attempts", {"task_id": task_id})
-        return [attempt_from_row(row) for row in rows]
+    async def execute(
+        self, query: str, params: Mapping[str, Any], *, run_id: int | None = None
+    ) -> int:
+        """One write query in its own transaction, with ``now``; how many rows it changed.
+        ``run_id`` names the run whose writers it queues with (its row lock on PostgreSQL;
+        SQLite's file lock queues every writer anyway)."""
+        ...

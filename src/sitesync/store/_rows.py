@@ -6,7 +6,8 @@ The backends differ only in how a few columns arrive (JSON as text in SQLite, de
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sitesync.models import (
@@ -29,6 +30,18 @@ from sitesync.models import (
     WorkerInfo,
 )
 from sitesync.store.rules import COUNTERS, Row
+
+
+@dataclass(frozen=True, slots=True)
+class Decoders:
+    """How one backend's rows become the models whose columns it encodes its own way (JSON
+    as text in SQLite, ``jsonb`` and arrays in PostgreSQL); every other model is mapped
+    alike from both by the functions of this module."""
+
+    run: Callable[[Row], Run]
+    task: Callable[[Row], Task]
+    domain: Callable[[Row], Domain]
+
 
 #: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.
 DEFAULT_MAX_ATTEMPTS_KEPT = 10

@@ -34,7 +34,7 @@ from sitesync.models import Run
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._sql import load_migrations, load_namespace, refuse_newer
-from sitesync.store.postgres._rows import run_from_row
+from sitesync.store.postgres._rows import DECODE, run_from_row
 from sitesync.store.postgres.clock import ServerClock
 
 Conn: TypeAlias = AsyncConnection[DictRow]
@@ -65,6 +65,7 @@ class PostgresDb:
     ) -> None:
         self.where = where
         self.clock = clock
+        self.decode = DECODE
         self._pool = pool
         self._closed = False
         self._faults = FaultBudget(where, is_transient, seconds=retry_seconds)

@@ -11,33 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sitesync.models import Claim, ClaimGrant, HostState, HostStatus, RunHost, WorkerInfo
+from sitesync.models import ClaimGrant, HostStatus, WorkerInfo
+from sitesync.store._plain import PlainCoordination
 from sitesync.store._rows import (
     claim_from_row,
-    host_state_from_row,
-    run_host_from_row,
-    worker_from_row,
 )
-from sitesync.store.postgres._db import Conn, PostgresArea, Q, every, lock_run, one
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one
 from sitesync.store.rules import claim_step, fair_share, gone_worker_params
 
 
-class PostgresCoordination(PostgresArea):
-    # -- workers --------------------------------------------------------------------------
+class PostgresCoordination(PlainCoordination[PostgresDb]):
+    """What takes more than one query: claims, gone workers, counters, dead hosts."""
 
-    async def register_worker(
-        self,
-        run_id: int,
-        *,
-        worker_id: str,
-        host: str,
-        pid: int,
-        boot_id: str | None = None,
-        proc_start: int | None = None,
-    ) -> None:
-        params = {"worker_id": worker_id, "host": host, "pid": pid, "run_id": run_id,
-                  "boot_id": boot_id, "proc_start": proc_start}  # fmt: skip
-        await self._db.execute("upsert_worker", params)
+    # -- workers --------------------------------------------------------------------------
 
     async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
         async def work(conn: Conn) -> int:
@@ -50,13 +36,6 @@ class PostgresCoordination(PostgresArea):
             return (await conn.execute(Q["end_worker_leases"], params)).rowcount
 
         return await self._db.transaction(work)
-
-    async def stop_worker(self, worker_id: str) -> None:
-        await self._db.execute("stop_worker", {"worker_id": worker_id})
-
-    async def list_workers(self, run_id: int) -> list[WorkerInfo]:
-        rows = await self._db.rows("select_workers", {"run_id": run_id})
-        return [worker_from_row(row) for row in rows]
 
     # -- claims ---------------------------------------------------------------------------
 
@@ -97,42 +76,6 @@ class PostgresCoordination(PostgresArea):
 
         return await self._db.transaction(work)
 
-    async def release_claims(self, run_id: int, *, worker_id: str) -> int:
-        params = {"run_id": run_id, "worker_id": worker_id}
-        return await self._db.execute("release_claims", params, run_id=run_id)
-
-    async def list_claims(self, run_id: int) -> list[Claim]:
-        return [
-            claim_from_row(row) for row in await self._db.rows("select_claims", {"run_id": run_id})
-        ]
-
-    # -- host politeness state ------------------------------------------------------------
-
-    async def get_host_state(self, host: str) -> HostState | None:
-        rows = await self._db.rows("select_host_state", {"host": host})
-        return host_state_from_row(rows[0]) if rows else None
-
-    async def save_host_pause(self, host: str, *, until: float) -> None:
-        await self._db.execute("save_host_pause", {"host": host, "until": until})
-
-    async def save_host_pace(
-        self, host: str, *, delay: float, concurrency: int, reason: str, since: float
-    ) -> None:
-        params = {
-            "host": host, "delay": delay, "concurrency": concurrency, "reason": reason,
-            "since": since,
-        }  # fmt: skip
-        await self._db.execute("save_host_pace", params)
-
-    async def save_host_robots(
-        self, host: str, *, origin: str, status: int, body: str | None, expires_at: float
-    ) -> None:
-        params = {
-            "host": host, "origin": origin, "status": status, "body": body,
-            "expires_at": expires_at,
-        }  # fmt: skip
-        await self._db.execute("save_host_robots", params)
-
     # -- per-host counters ----------------------------------------------------------------
 
     async def flush_host_stats(self, run_id: int, *, final: bool = False) -> int:
@@ -155,23 +98,7 @@ class PostgresCoordination(PostgresArea):
 
         return await self._db.transaction(work)
 
-    async def set_host_status(self, run_id: int, host: str, status: HostStatus) -> None:
-        params = {"run_id": run_id, "host": host, "status": status.value}
-        await self._db.execute("set_host_status", params, run_id=run_id)
-
-    async def list_run_hosts(self, run_id: int) -> list[RunHost]:
-        rows = await self._db.rows("select_run_hosts", {"run_id": run_id})
-        return [run_host_from_row(row) for row in rows]
-
-    async def get_run_host(self, run_id: int, host: str) -> RunHost | None:
-        rows = await self._db.rows("select_run_host", {"run_id": run_id, "host": host})
-        return run_host_from_row(rows[0]) if rows else None
-
     # -- dead hosts -----------------------------------------------------------------------
-
-    async def save_host_failures(self, run_id: int, host: str, *, failures: int) -> None:
-        params = {"run_id": run_id, "host": host, "failures": failures}
-        await self._db.execute("save_host_failures", params, run_id=run_id)
 
     async def end_host(self, run_id: int, host: str, *, status: HostStatus, reason: str) -> int:
         async def work(conn: Conn) -> int:

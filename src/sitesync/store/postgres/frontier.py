@@ -14,7 +14,7 @@ from typing import Any
 
 from sitesync.models import Lease, NewTask, ReportVerdict, Run, TaskReport, TaskState
 from sitesync.store import rules
-from sitesync.store._area import TaskReads
+from sitesync.store._plain import TaskReads
 from sitesync.store._rows import attempt_rows, lease_from_row
 from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one, require_run
 from sitesync.store.postgres._rows import outcome_params, task_from_row

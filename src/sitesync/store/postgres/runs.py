@@ -11,14 +11,14 @@ from dataclasses import replace
 
 from psycopg.types.json import Jsonb
 
-from sitesync.errors import RunNotFound
 from sitesync.models import Domain, Run, RunConfig, RunStatus
-from sitesync.store.postgres._db import Conn, PostgresArea, one, require_run
+from sitesync.store._plain import PlainRuns
+from sitesync.store.postgres._db import Conn, PostgresDb, one, require_run
 from sitesync.store.postgres._rows import domain_from_row, run_from_row
 from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
 
 
-class PostgresRuns(PostgresArea):
+class PostgresRuns(PlainRuns[PostgresDb]):
     async def create_run(self, config: RunConfig) -> Run:
         async def work(conn: Conn) -> Run:
             params = {
@@ -31,15 +31,6 @@ class PostgresRuns(PostgresArea):
             return run_from_row(row)
 
         return await self._db.transaction(work)
-
-    async def get_run(self, run_id: int) -> Run:
-        rows = await self._db.rows("select_run", {"run_id": run_id})
-        if not rows:
-            raise RunNotFound(f"no run with id {run_id}")
-        return run_from_row(rows[0])
-
-    async def list_runs(self, *, limit: int = 50) -> list[Run]:
-        return [run_from_row(row) for row in await self._db.rows("select_runs", {"limit": limit})]
 
     async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
         replay = False
@@ -57,9 +48,6 @@ class PostgresRuns(PostgresArea):
 
         return await self._db.transaction(work)
 
-    async def mark_seeded(self, run_id: int) -> None:
-        await self._db.execute("mark_seeded", {"run_id": run_id})
-
     async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
         async def work(conn: Conn) -> Run:
             run = await require_run(conn, run_id)
@@ -73,9 +61,6 @@ class PostgresRuns(PostgresArea):
             return run_from_row(row)
 
         return await self._db.transaction(work)
-
-    async def complete_if_drained(self, run_id: int) -> bool:
-        return await self._db.execute("complete_run_if_drained", {"run_id": run_id}) == 1
 
     # -- domains ----------------------------------------------------------------------------
 
@@ -95,7 +80,3 @@ class PostgresRuns(PostgresArea):
             return domain_from_row(row)
 
         return await self._db.transaction(work)
-
-    async def get_domain(self, host: str) -> Domain | None:
-        rows = await self._db.rows("select_domain", {"host": host})
-        return domain_from_row(rows[0]) if rows else None

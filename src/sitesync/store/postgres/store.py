@@ -1,8 +1,10 @@
 """The shared backend: one PostgreSQL database, for workers on any number of machines.
 
 The store is the union of its areas (runs, frontier, records, coordination, supervision,
-overview, registry), each written against one plumbing object, :class:`PostgresDb` (see
+registry), each written against one plumbing object, :class:`PostgresDb` (see
 :mod:`sitesync.store.postgres._db` for the run-row lock order and the retries).
+Calls that are one named query on every backend (the overview among them) are written
+once for both in :mod:`sitesync.store._plain`.
 
 Times are epoch seconds from the store's ``clock``, exactly as in the SQLite store, so both
 backends build the same models and one contract suite checks both. By default that clock is
@@ -16,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
+from sitesync.store._plain import PlainOverview
 from sitesync.store.postgres._db import (
     PostgresDb,
     apply_migrations,
@@ -27,7 +30,6 @@ from sitesync.store.postgres._db import (
 from sitesync.store.postgres.clock import ServerClock
 from sitesync.store.postgres.coordination import PostgresCoordination
 from sitesync.store.postgres.frontier import PostgresFrontier
-from sitesync.store.postgres.overview import PostgresOverview
 from sitesync.store.postgres.records import PostgresRecords
 from sitesync.store.postgres.registry import PostgresRegistry
 from sitesync.store.postgres.runs import PostgresRuns
@@ -40,7 +42,7 @@ class PostgresStore(
     PostgresRecords,
     PostgresCoordination,
     PostgresSupervision,
-    PostgresOverview,
+    PlainOverview[PostgresDb],
     PostgresRegistry,
 ):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""

@@ -6,16 +6,13 @@ SQL in ``supervision.sql``; what becomes of a stale run in :mod:`sitesync.store.
 from __future__ import annotations
 
 from sitesync.models import Claim, Run
+from sitesync.store._plain import PlainSupervision
 from sitesync.store._rows import claim_from_row
-from sitesync.store.postgres._db import Conn, PostgresArea, Q, every, lock_run
-from sitesync.store.postgres._rows import run_from_row
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run
 from sitesync.store.rules import recovery_step
 
 
-class PostgresSupervision(PostgresArea):
-    async def heartbeat_run(self, run_id: int) -> None:
-        await self._db.execute("heartbeat_run", {"run_id": run_id})
-
+class PostgresSupervision(PlainSupervision[PostgresDb]):
     async def start_queued_run(self, run_id: int, *, supervisor_id: str) -> Run | None:
         async def work(conn: Conn) -> Run | None:
             if await lock_run(conn, run_id) is None:
@@ -46,10 +43,6 @@ class PostgresSupervision(PostgresArea):
             return recovered
 
         return await self._db.transaction(work)
-
-    async def find_inactive_runs(self, *, idle_seconds: float) -> list[Run]:
-        params = {"idle_before": self._db.clock() - idle_seconds}
-        return [run_from_row(row) for row in await self._db.rows("select_inactive_runs", params)]
 
     async def release_claims_where(
         self, *, expired_only: bool, worker_id: str | None, dry_run: bool

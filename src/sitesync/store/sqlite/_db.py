@@ -28,6 +28,7 @@ from sitesync.errors import MigrationError, StoreError, StoreLocked
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._sql import load_migrations, load_namespace, refuse_newer
+from sitesync.store.sqlite._rows import DECODE
 
 T = TypeVar("T")
 
@@ -50,6 +51,7 @@ class SqliteDb:
     ) -> None:
         self.path = str(path)
         self.clock = clock
+        self.decode = DECODE
         self._busy_timeout = busy_timeout
         self._synchronous = synchronous
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitesync-sqlite")
@@ -90,8 +92,15 @@ class SqliteDb:
 
         return await self.read(work)
 
-    async def execute(self, query: str, params: Mapping[str, Any]) -> int:
-        """One write query in its own transaction, with ``now``; how many rows it changed."""
+    async def execute(
+        self, query: str, params: Mapping[str, Any], *, run_id: int | None = None
+    ) -> int:
+        """One write query in its own transaction, with ``now``; how many rows it changed.
+
+        ``run_id`` is for the PostgreSQL store's run-row lock; here ``BEGIN IMMEDIATE``
+        already queues every writer of the file.
+        """
+        del run_id
 
         def work(conn: sqlite3.Connection) -> int:
             return conn.execute(Q[query], {**params, "now": self.clock()}).rowcount

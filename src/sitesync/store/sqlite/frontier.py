@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sitesync.models import Lease, NewTask, ReportVerdict, TaskReport, TaskState
 from sitesync.store import rules
-from sitesync.store._area import TaskReads
+from sitesync.store._plain import TaskReads
 from sitesync.store._rows import attempt_rows, lease_from_row
 from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite._rows import outcome_params, task_from_row, task_rows

@@ -15,14 +15,14 @@ import sqlite3
 from collections.abc import Sequence
 
 from sitesync.errors import ScanConflict
-from sitesync.models import Domain, DomainScan, Run, RunConfig, ScanSummary, Schedule
-from sitesync.store._rows import domain_scan_from_row, schedule_from_row
+from sitesync.models import Run, RunConfig, ScanSummary
+from sitesync.store._plain import PlainRegistry
 from sitesync.store.rules import lifecycle_changes
-from sitesync.store.sqlite._db import Q, SqliteArea
-from sitesync.store.sqlite._rows import domain_from_row, run_from_row
+from sitesync.store.sqlite._db import Q, SqliteDb
+from sitesync.store.sqlite._rows import run_from_row
 
 
-class SqliteRegistry(SqliteArea):
+class SqliteRegistry(PlainRegistry[SqliteDb]):
     # -- domains --------------------------------------------------------------------------
 
     async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
@@ -35,16 +35,6 @@ class SqliteRegistry(SqliteArea):
             return len(unique) - int(known)
 
         return await self._db.write(work)
-
-    async def list_domains(
-        self,
-        *,
-        scope: str | None = None,
-        stale: bool | None = None,
-        active: bool | None = None,
-    ) -> list[Domain]:
-        params = {"scope": scope, "stale": stale, "active": active}
-        return [domain_from_row(row) for row in await self._db.rows("select_domains", params)]
 
     # -- scans ----------------------------------------------------------------------------
 
@@ -81,38 +71,3 @@ class SqliteRegistry(SqliteArea):
             return summary
 
         return await self._db.write(work)
-
-    async def list_unapplied_scans(self) -> list[int]:
-        return [row["id"] for row in await self._db.rows("select_unapplied_scans")]
-
-    # -- schedules ------------------------------------------------------------------------
-
-    async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:
-        params = {"scope": scope, "cadence": cadence, "next_run_at": next_run_at}
-        await self._db.execute("upsert_schedule", params)
-
-    async def list_schedules(self) -> list[Schedule]:
-        return [schedule_from_row(row) for row in await self._db.rows("select_schedules")]
-
-    async def advance_schedule(
-        self, scope: str, *, next_run_at: float, last_run_id: int | None
-    ) -> None:
-        params = {"scope": scope, "next_run_at": next_run_at, "last_run_id": last_run_id}
-        await self._db.execute("advance_schedule", params)
-
-    async def delete_schedule(self, scope: str) -> bool:
-        return await self._db.execute("delete_schedule", {"scope": scope}) > 0
-
-    # -- the registry across scans --------------------------------------------------------
-
-    async def record_domain_scans(self, run_id: int) -> int:
-        return await self._db.execute("record_domain_scans", {"run_id": run_id})
-
-    async def latest_domain_scans(self, host: str | None = None) -> list[DomainScan]:
-        return await self._scans("select_latest_domain_scans", host)
-
-    async def domain_history(self, host: str) -> list[DomainScan]:
-        return await self._scans("select_domain_history", host)
-
-    async def _scans(self, query: str, host: str | None) -> list[DomainScan]:
-        return [domain_scan_from_row(row) for row in await self._db.rows(query, {"host": host})]

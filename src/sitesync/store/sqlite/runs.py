@@ -13,12 +13,13 @@ from dataclasses import replace
 
 from sitesync.errors import RunNotFound
 from sitesync.models import Domain, Run, RunConfig, RunStatus
+from sitesync.store._plain import PlainRuns
 from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
-from sitesync.store.sqlite._db import Q, SqliteArea
+from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite._rows import domain_from_row, run_from_row
 
 
-class SqliteRuns(SqliteArea):
+class SqliteRuns(PlainRuns[SqliteDb]):
     async def create_run(self, config: RunConfig) -> Run:
         params = {
             "status": RunStatus.QUEUED.value,
@@ -31,12 +32,6 @@ class SqliteRuns(SqliteArea):
 
         return await self._db.write(work)
 
-    async def get_run(self, run_id: int) -> Run:
-        return await self._db.read(lambda conn: select_run(conn, run_id))
-
-    async def list_runs(self, *, limit: int = 50) -> list[Run]:
-        return [run_from_row(row) for row in await self._db.rows("select_runs", {"limit": limit})]
-
     async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
         def work(conn: sqlite3.Connection) -> Run:
             params = transition_params(select_run(conn, run_id), to, reason, self._db.clock())
@@ -44,12 +39,6 @@ class SqliteRuns(SqliteArea):
             return select_run(conn, run_id)
 
         return await self._db.write(work)
-
-    async def complete_if_drained(self, run_id: int) -> bool:
-        return await self._db.execute("complete_run_if_drained", {"run_id": run_id}) == 1
-
-    async def mark_seeded(self, run_id: int) -> None:
-        await self._db.execute("mark_seeded", {"run_id": run_id})
 
     async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
         def work(conn: sqlite3.Connection) -> Run:
@@ -81,10 +70,6 @@ class SqliteRuns(SqliteArea):
             return domain_from_row(conn.execute(Q["select_domain"], {"host": host}).fetchone())
 
         return await self._db.write(work)
-
-    async def get_domain(self, host: str) -> Domain | None:
-        rows = await self._db.rows("select_domain", {"host": host})
-        return domain_from_row(rows[0]) if rows else None
 
 
 def select_run(conn: sqlite3.Connection, run_id: int) -> Run:

@@ -1,8 +1,10 @@
 """The embedded backend: one SQLite file in WAL mode, shared by any number of processes.
 
 The store is the union of its areas (runs, frontier, records, coordination, supervision,
-overview, registry), each written against one plumbing object, :class:`SqliteDb` (see
+registry), each written against one plumbing object, :class:`SqliteDb` (see
 :mod:`sitesync.store.sqlite._db` for how transactions, locks and the thread work).
+Calls that are one named query on every backend (the overview among them) are written
+once for both in :mod:`sitesync.store._plain`.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sitesync.store._plain import PlainOverview
 from sitesync.store.sqlite._db import SqliteDb
 from sitesync.store.sqlite.coordination import SqliteCoordination
 from sitesync.store.sqlite.frontier import SqliteFrontier
-from sitesync.store.sqlite.overview import SqliteOverview
 from sitesync.store.sqlite.records import SqliteRecords
 from sitesync.store.sqlite.registry import SqliteRegistry
 from sitesync.store.sqlite.runs import SqliteRuns
@@ -26,7 +28,7 @@ class SqliteStore(
     SqliteRecords,
     SqliteCoordination,
     SqliteSupervision,
-    SqliteOverview,
+    PlainOverview[SqliteDb],
     SqliteRegistry,
 ):
     """All store interfaces on one SQLite file.

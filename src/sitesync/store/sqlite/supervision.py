@@ -8,17 +8,14 @@ from __future__ import annotations
 import sqlite3
 
 from sitesync.models import Claim, Run
+from sitesync.store._plain import PlainSupervision
 from sitesync.store._rows import claim_from_row
 from sitesync.store.rules import recovery_step
-from sitesync.store.sqlite._db import Q, SqliteArea
-from sitesync.store.sqlite._rows import run_from_row
+from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite.runs import select_run
 
 
-class SqliteSupervision(SqliteArea):
-    async def heartbeat_run(self, run_id: int) -> None:
-        await self._db.execute("heartbeat_run", {"run_id": run_id})
-
+class SqliteSupervision(PlainSupervision[SqliteDb]):
     async def start_queued_run(self, run_id: int, *, supervisor_id: str) -> Run | None:
         params = {"run_id": run_id, "supervisor_id": supervisor_id, "now": self._db.clock()}
 
@@ -43,10 +40,6 @@ class SqliteSupervision(SqliteArea):
             return recovered
 
         return await self._db.write(work)
-
-    async def find_inactive_runs(self, *, idle_seconds: float) -> list[Run]:
-        params = {"idle_before": self._db.clock() - idle_seconds}
-        return [run_from_row(row) for row in await self._db.rows("select_inactive_runs", params)]
 
     async def release_claims_where(
         self, *, expired_only: bool, worker_id: str | None, dry_run: bool
