@@ -55,23 +55,7 @@ def ints(text: str) -> list[int]:
     return [int(n.replace("_", "")) for n in text.split(",")]
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: small sizes everywhere")
-    p.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
-    dsn = os.environ.get("SITESYNC_BENCH_POSTGRES_DSN") or DEFAULT_PG
-    p.add_argument("--pg-dsn", default=dsn, help="default: $SITESYNC_BENCH_POSTGRES_DSN")
-    p.add_argument("--json", type=Path, help="default: benchmarks/results/fleet-DATE.json")
-    p.add_argument("--timeout", type=float, default=900, help="seconds per crawl or step")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra setting for every sitesync process (repeatable)",
-    )
-    for step in ("lifecycles", "latency", "throughput", "fleet"):
-        p.add_argument(f"--skip-{step}", action="store_true")
+def add_step_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("lifecycles")
     g.add_argument("--lifecycle-tasks", type=int, default=10_000)
     g.add_argument("--links", type=int, default=25, help="discovered links per report")
@@ -91,6 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=60,
         help="seconds per series of calls at one size; at least 10 calls are made",
     )
+    g.add_argument(
+        "--analyze",
+        action="store_true",
+        help="PostgreSQL: analyze the store's tables at each size before measuring",
+    )
     g = p.add_argument_group("throughput")
     g.add_argument("--tp-hosts", type=int, default=20)
     g.add_argument("--tp-pages-per-host", type=int, default=1000)
@@ -101,6 +90,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--delay", type=float, default=0.05, help="seconds per response")
     g.add_argument("--workers", type=ints, default=[1, 2, 4, 8])
     g.add_argument("--concurrency", type=int, default=16, help="per process")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="a smoke run: small sizes everywhere")
+    p.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    dsn = os.environ.get("SITESYNC_BENCH_POSTGRES_DSN") or DEFAULT_PG
+    p.add_argument("--pg-dsn", default=dsn, help="default: $SITESYNC_BENCH_POSTGRES_DSN")
+    p.add_argument("--json", type=Path, help="default: benchmarks/results/fleet-DATE.json")
+    p.add_argument("--timeout", type=float, default=900, help="seconds per crawl or step")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra setting for every sitesync process (repeatable)",
+    )
+    for step in ("lifecycles", "latency", "throughput", "fleet"):
+        p.add_argument(f"--skip-{step}", action="store_true")
+    add_step_options(p)
+    p.add_argument("--render", type=Path, metavar="JSON", help="print a saved run's tables")
     p.add_argument(
         "--live-src",
         action="store_true",
@@ -176,6 +186,7 @@ def run_latency(args: argparse.Namespace, backends: list[str], tmp: Path) -> lis
                     limit=args.latency_limit,
                     claim_samples=args.claim_samples,
                     budget=args.latency_budget,
+                    analyze=args.analyze,
                     progress=progress,
                 )
                 results += [asdict(p) for p in asyncio.run(coro)]
@@ -233,6 +244,9 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.render:
+        print(fleet_report.render(json.loads(args.render.read_text())))
+        return 0
     signal.signal(signal.SIGTERM, _terminate)
     if not args.live_src and SNAPSHOT_ENV not in os.environ:
         return on_snapshot(argv)

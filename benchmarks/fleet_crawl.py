@@ -149,17 +149,8 @@ def measured_crawl(
         meter.start()
     try:
         with fresh_store(backend, workdir.parent, with_app_name(ns.pg_dsn, tag)) as db:
-            r = crawl_once(
-                server,
-                db,
-                workers,
-                ns,
-                workdir,
-                backend=backend,
-                expected=expected,
-                extra_env=extra_env,
-                sample=False,
-            )
+            r = crawl_once(server, db, workers, ns, workdir, backend=backend,
+                           expected=expected, extra_env=extra_env, sample=False)  # fmt: skip
             if meter is not None:
                 out["db_cpu_seconds"] = meter.finish()
                 out["db_cpu_all_postgres_seconds"] = postgres_cpu_total() - (all_before or 0.0)

@@ -72,12 +72,13 @@ def latency(rows: list[dict[str, Any]]) -> str:
         "claim p50 ms",
         "p99 ms",
         "leases/call",
+        "unanalyzed",
         "load",
     ]
     out = []
     for r in rows:
         if "error" in r:
-            out.append([r["backend"], "FAILED", r["error"]] + [None] * 6)
+            out.append([r["backend"], "FAILED", r["error"]] + [None] * 7)
             continue
         a, c = r["acquire"], r["claim"]
         out.append(
@@ -90,6 +91,7 @@ def latency(rows: list[dict[str, Any]]) -> str:
                 fmt(c["p50_ms"], ".2f"),
                 fmt(c["p99_ms"], ".2f"),
                 fmt(r["leases_per_acquire"], ".1f"),
+                fmt(r.get("planner", {}).get("changed_since_analyze"), ","),
                 fmt(r["load_1min"], ".2f"),
             ]
         )
@@ -155,6 +157,34 @@ def fleet(rows: list[dict[str, Any]]) -> str:
     return title + "\n" + table(headers, out)
 
 
+def cpu_per_page(rows: list[dict[str, Any]], cpus: int) -> str:
+    """CPU milliseconds per page of every crawl, and the pages/s the machine's CPUs would
+    allow at that cost if nothing else ran (a ceiling, not a prediction)."""
+    headers = [
+        "crawl",
+        "backend",
+        "workers",
+        "wrk ms",
+        "db ms",
+        "srv ms",
+        "total ms",
+        "CPU cap p/s",
+    ]
+    out = []
+    for r in rows:
+        pages = r.get("pages")
+        if not r.get("ok") or not pages:
+            continue
+        parts = [r.get("cpu_seconds"), r.get("db_cpu_seconds"), r.get("server_cpu_seconds")]
+        total = sum(p or 0.0 for p in parts)
+        out.append([
+            r["crawl"], r["backend"], r["workers"],
+            *(fmt(None if p is None else 1000 * p / pages, ".2f") for p in parts),
+            fmt(1000 * total / pages, ".2f"), fmt(cpus * pages / total if total else None, ",.0f"),
+        ])  # fmt: skip
+    return "CPU per page (SQLite's database work is inside wrk)\n" + table(headers, out)
+
+
 def per_page(rows: list[dict[str, Any]]) -> str:
     """What the throughput crawl left in the store, per page crawled."""
     headers = ["backend", "table", "rows/page", "written/page", "bytes/page"]
@@ -202,6 +232,9 @@ def render(payload: dict[str, Any]) -> str:
     for key, render_one in sections:
         if payload.get(key):
             parts.append(render_one(payload[key]))
+    crawls = [{**r, "crawl": key} for key in ("throughput", "fleet") for r in payload.get(key, [])]
+    if crawls:
+        parts.append(cpu_per_page(crawls, m["cpus"] or 1))
     if payload.get("throughput"):
         parts.append(per_page(payload["throughput"]))
     return "\n\n".join(parts)

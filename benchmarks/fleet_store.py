@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 from fleet_stats import latency_summary
+from psycopg import sql
 
 from sitesync.models import Lease, NewTask, RunConfig, RunStatus, TaskReport
 from sitesync.store import Store, open_store
@@ -221,6 +222,9 @@ class LatencyPoint:
     claim: dict[str, Any] = field(default_factory=dict)  # latency_summary of claim_hosts
     leases_per_acquire: float | None = None
     load_1min: float | None = None
+    # PostgreSQL: the planner's statistics of the tasks table when measured (autovacuum's
+    # analyze lags behind bulk inserts; a plan from stale statistics can cost far more).
+    planner: dict[str, Any] = field(default_factory=dict)
 
 
 async def acquire_latency(
@@ -233,13 +237,16 @@ async def acquire_latency(
     limit: int,
     claim_samples: int,
     budget: float,
+    analyze: bool = False,
     chunk: int = 5000,
     progress: Callable[[LatencyPoint], None] | None = None,
 ) -> list[LatencyPoint]:
     """For each frontier size (ascending), grow the run's pending tasks to that size with
     bulk ``add_tasks``, then time ``claim_samples`` claim refreshes and ``samples`` acquires
     of ``limit`` tasks, each given back at once (``release``, not timed) so the frontier
-    keeps its size. Each series stops early after ``budget`` seconds (at least 10 calls)."""
+    keeps its size. Each series stops early after ``budget`` seconds (at least 10 calls).
+    With ``analyze`` (PostgreSQL), the tables are analyzed before measuring, as autovacuum
+    eventually would."""
     points = []
     store = await open_store(db)
     try:
@@ -252,6 +259,8 @@ async def acquire_latency(
                 await store.add_tasks(run_id, host_tasks(have, count, hosts))
                 have += count
             point = LatencyPoint(backend, size, time.perf_counter() - t)
+            if backend == "postgres":
+                point.planner = await planner_stats(db, analyze=analyze)
             await _measure(store, run_id, point, samples, limit, claim_samples, budget)
             points.append(point)
             if progress is not None:
@@ -259,6 +268,26 @@ async def acquire_latency(
     finally:
         await store.close()
     return points
+
+
+async def planner_stats(db: str, *, analyze: bool) -> dict[str, Any]:
+    """Rows changed in ``tasks`` since its last analyze, and whether one ever ran; with
+    ``analyze``, an ANALYZE of the store's schema first."""
+    async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+        if analyze:
+            cur = await conn.execute(
+                "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema()"
+            )
+            for (name,) in await cur.fetchall():
+                await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
+        cur = await conn.execute(
+            "SELECT n_mod_since_analyze, last_autoanalyze IS NOT NULL, last_analyze IS NOT NULL "
+            "FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'tasks'"
+        )
+        row = await cur.fetchone()
+    if row is None:
+        return {}
+    return {"changed_since_analyze": row[0], "autoanalyzed": row[1], "analyzed": row[2]}
 
 
 async def _measure(

@@ -107,8 +107,8 @@ def _crawl(backend: str, workers: int, pages_per_second: float, **extra: object)
     }
 
 
-def test_report_shows_each_figure_and_fails_a_failed_crawl() -> None:
-    payload = {
+def _payload() -> dict:
+    return {
         "machine": {
             "date": "2026-11-26T09:00:00+00:00",
             "commit": "abc1234",
@@ -145,6 +145,10 @@ def test_report_shows_each_figure_and_fails_a_failed_crawl() -> None:
             ),
         ],
     }
+
+
+def test_report_shows_each_figure_and_fails_a_failed_crawl() -> None:
+    payload = _payload()
     text = report.render(payload)
     assert "politeness bound 800 pages/s" in text
     assert "commit abc1234" in text
@@ -161,6 +165,10 @@ def test_report_shows_each_figure_and_fails_a_failed_crawl() -> None:
     per_page = rows("store per page crawled (throughput crawl)")
     assert ["postgres", "tasks", "1.00", "4.00", "1,500"] in per_page
     assert ["sqlite", "tasks", "1.00", "-", "1,000"] in per_page
+    # 3.0 s of sitesync + 0.5 s of site server CPU for 2000 pages, on 2 CPUs
+    cpu = rows("CPU per page (SQLite's database work is inside wrk)")
+    assert cpu[0] == ["throughput", "sqlite", "1", "1.50", "-", "0.25", "1.75", "1,143"]
+    assert cpu[-1][3:6] == ["1.50", "2.25", "0.25"]  # PostgreSQL's backends, 4.5 s
     assert report.all_ok(payload)
     payload["fleet"][1] = {**payload["fleet"][1], "ok": False, "error": "crawl still running"}
     assert not report.all_ok(payload)
