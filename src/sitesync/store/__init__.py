@@ -22,7 +22,8 @@ async def open_store(
     once on an unreachable server; later calls wait out transient faults for up to
     ``retry_seconds`` before raising ``StoreUnavailable``.
     """
-    # Each backend is imported only when used: a SQLite user never loads the PostgreSQL driver.
+    # Each backend is imported only when used, for start-up time, not to dodge a cycle: a
+    # SQLite user never loads the PostgreSQL driver and its pool.
     if db.startswith(_POSTGRES_SCHEMES):
         from sitesync.store.postgres.store import PostgresStore
 

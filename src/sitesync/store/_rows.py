@@ -97,6 +97,12 @@ def _optional(row: Row, column: str) -> Any:
         return None
 
 
+def stored_outcome(report: TaskReport) -> str | None:
+    """The report's outcome as the store keeps it (text): the one place an outcome enters
+    either backend, for its task row and its attempt row alike."""
+    return report.outcome
+
+
 def attempt_rows(accepted: Sequence[TaskReport], now: float) -> list[dict[str, Any]]:
     """The history rows of accepted reports (``Attempt``), one per report."""
     return [
@@ -106,7 +112,7 @@ def attempt_rows(accepted: Sequence[TaskReport], now: float) -> list[dict[str, A
             "started_at": report.started_at,
             "ended_at": report.ended_at if report.ended_at is not None else now,
             "worker_id": report.worker_id,
-            "outcome": report.outcome,
+            "outcome": stored_outcome(report),
             "http_status": report.http_status or None,
             "error": report.error,
             "bytes": report.bytes_fetched,

@@ -17,7 +17,7 @@ from sitesync.store.rules import Row
 
 def outcome_params(report: TaskReport) -> dict[str, Any]:
     return {
-        "outcome": report.outcome,
+        "outcome": shared.stored_outcome(report),
         "final_url": report.final_url,
         "redirects": json.dumps(report.redirects) if report.redirects else None,
     }

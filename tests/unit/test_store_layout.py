@@ -1,0 +1,90 @@
+"""The store's layout rules (issue 12), checked on the source so they cannot drift back.
+
+The two backends are siblings: neither imports the other. Nothing in the store imports
+inside a function except ``open_store``, which loads a backend only when it is used. Each
+backend reads its SQL once, into the query namespace of its plumbing module (``_db.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import sitesync.store
+from sitesync.store._sql import load_namespace
+
+STORE = Path(sitesync.store.__file__).parent
+BACKENDS = ("sqlite", "postgres")
+
+
+def _modules() -> list[Path]:
+    return sorted(STORE.rglob("*.py"))
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backend_imports_nothing_of_the_other(backend: str) -> None:
+    other = next(b for b in BACKENDS if b != backend)
+    offenders = [
+        path.name
+        for path in sorted((STORE / backend).glob("*.py"))
+        if any(
+            name.startswith(f"sitesync.store.{other}")
+            for name in _imported(ast.parse(path.read_text()))
+        )
+    ]
+    assert offenders == []
+
+
+def test_no_import_hides_inside_a_function() -> None:
+    found = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    found.append(f"{path.relative_to(STORE)}::{node.name}")
+    # open_store loads the backend a URL names, and only that one.
+    assert sorted(set(found)) == ["__init__.py::open_store"]
+
+
+def test_each_backend_loads_its_queries_in_one_place() -> None:
+    loaders = {
+        str(path.relative_to(STORE))
+        for path in _modules()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in {"load_namespace", "load_queries"}
+    }
+    assert loaders == {"_sql.py", "sqlite/_db.py", "postgres/_db.py"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_both_backends_name_their_common_queries_alike(backend: str) -> None:
+    # The calls of store/_plain.py find their query by name on either backend.
+    other = next(b for b in BACKENDS if b != backend)
+    mine, theirs = (set(load_namespace(f"sitesync.store.{b}")) for b in (backend, other))
+    used = {
+        node.args[0].value
+        for node in ast.walk(ast.parse((STORE / "_plain.py").read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"rows", "execute"}
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    assert used, "no query names found in store/_plain.py"
+    assert used <= mine & theirs
