@@ -9,8 +9,9 @@ one private thread per store: sqlite3 releases the GIL while it works, so the ev
 keeps fetching during a commit.
 
 The areas of the store write each call once, as a plain function of the connection handed
-to :meth:`SqliteDb.write` (a transaction) or :meth:`SqliteDb.read`, with its SQL found by
-name in :data:`Q`.
+to :meth:`SqliteDb.transaction` or :meth:`SqliteDb.read`, with its SQL found by name in
+:data:`Q`. ``transaction``, ``rows`` and ``execute`` are named and shaped as the PostgreSQL
+store's, so an area reads alike on both.
 """
 
 from __future__ import annotations
@@ -76,9 +77,9 @@ class SqliteDb:
 
     # -- what the areas use -------------------------------------------------------------
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(conn)`` in one ``BEGIN IMMEDIATE`` transaction on the store's thread."""
-        return await self._call(self._in_transaction, work)
+        return await self._call(self._run_in_transaction, work)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(conn)`` on the store's thread, outside any transaction (reads only)."""
@@ -105,7 +106,7 @@ class SqliteDb:
         def work(conn: sqlite3.Connection) -> int:
             return conn.execute(Q[query], {**params, "now": self.clock()}).rowcount
 
-        return await self.write(work)
+        return await self.transaction(work)
 
     # -- the thread, errors and transactions ---------------------------------------------
 
@@ -119,8 +120,8 @@ class SqliteDb:
         loop = asyncio.get_running_loop()
         return await self._faults.run(lambda: loop.run_in_executor(self._thread, fn, *args))
 
-    def _in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._transaction() as conn:
+    def _run_in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._begin_immediate() as conn:
             return work(conn)
 
     def _outside_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -128,7 +129,7 @@ class SqliteDb:
             return work(self._connection())
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _begin_immediate(self) -> Iterator[sqlite3.Connection]:
         conn = self._connection()
         with self._errors():
             conn.execute("BEGIN IMMEDIATE")
@@ -189,7 +190,7 @@ class SqliteDb:
             "CREATE TABLE IF NOT EXISTS schema_migrations "
             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
         )
-        with self._transaction():
+        with self._begin_immediate():
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
             migrations = load_migrations(_PACKAGE)
             refuse_newer(applied, migrations, self.path)

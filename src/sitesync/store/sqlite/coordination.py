@@ -33,7 +33,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
             conn.execute(Q["end_worker_claims"], params)
             return int(conn.execute(Q["end_worker_leases"], params).rowcount)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     # -- claims ---------------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
             rows = conn.execute(Q["select_my_claims"], mine).fetchall()
             return ClaimGrant(claims=tuple(claim_from_row(row) for row in rows), share=share)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     # -- per-host counters ----------------------------------------------------------------
 
@@ -82,7 +82,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
                 conn.execute(Q["mark_exhausted"], {"run_id": run_id, "now": now})
             return counted
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     # -- dead hosts -----------------------------------------------------------------------
 
@@ -97,7 +97,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
             conn.execute(Q["mark_host_ended"], params)
             return ended
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
 
 def end_tasks_of_ended_hosts(

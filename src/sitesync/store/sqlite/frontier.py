@@ -28,7 +28,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
     async def add_tasks(self, run_id: int, tasks: Sequence[NewTask]) -> int:
         if not tasks:
             return 0
-        return await self._db.write(lambda conn: admit(conn, run_id, tasks, self._db.clock()))
+        return await self._db.transaction(lambda conn: admit(conn, run_id, tasks, self._db.clock()))
 
     async def acquire(
         self,
@@ -60,7 +60,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
                 conn.execute(Q["move_counters"], delta)
             return [lease_from_row(row, run_id, token, expires_at) for row in rows]
 
-        leases = await self._db.write(work)
+        leases = await self._db.transaction(work)
         leases.sort(key=lambda lease: lease.task_id)
         return leases
 
@@ -84,7 +84,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
             admit(conn, run_id, tally.discovered, now)
             return tally.verdicts
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -93,7 +93,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
                       "expires_at": now + lease_seconds, "now": now}  # fmt: skip
             return conn.execute(Q["renew_leases"], params).rowcount
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def release(
         self, run_id: int, leases: Sequence[Lease], *, not_before: float | None = None
@@ -110,7 +110,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
                 released += conn.execute(Q["release_lease"], params).rowcount
             return _count_released(conn, run_id, released, now)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def release_worker(self, run_id: int, *, worker_id: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -119,7 +119,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
             released: int = conn.execute(Q["release_worker"], params).rowcount
             return _count_released(conn, run_id, released, now)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def next_eligible_at(self, run_id: int) -> float | None:
         [row] = await self._db.rows("next_eligible_at", {"run_id": run_id})

@@ -34,7 +34,7 @@ class SqliteRegistry(PlainRegistry[SqliteDb]):
             conn.execute(Q["register_domains"], params)
             return len(unique) - int(known)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     # -- scans ----------------------------------------------------------------------------
 
@@ -53,7 +53,7 @@ class SqliteRegistry(PlainRegistry[SqliteDb]):
                 raise ScanConflict(scope, active["id"]) from None
             return run_from_row(row)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def apply_scan_results(self, run_id: int) -> ScanSummary | None:
         def work(conn: sqlite3.Connection) -> ScanSummary | None:
@@ -70,4 +70,4 @@ class SqliteRegistry(PlainRegistry[SqliteDb]):
             conn.executemany(Q["update_domain_lifecycle"], updates)
             return summary
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)

@@ -30,7 +30,7 @@ class SqliteRuns(PlainRuns[SqliteDb]):
         def work(conn: sqlite3.Connection) -> Run:
             return select_run(conn, conn.execute(Q["insert_run"], params).fetchone()[0])
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def transition_run(self, run_id: int, to: RunStatus, *, reason: str | None = None) -> Run:
         def work(conn: sqlite3.Connection) -> Run:
@@ -38,7 +38,7 @@ class SqliteRuns(PlainRuns[SqliteDb]):
             conn.execute(Q["update_run_status"], params)
             return select_run(conn, run_id)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def extend_scope(self, run_id: int, hosts: Sequence[str]) -> Run:
         def work(conn: sqlite3.Connection) -> Run:
@@ -50,7 +50,7 @@ class SqliteRuns(PlainRuns[SqliteDb]):
             conn.execute(Q["update_run_config"], {"run_id": run_id, "config": config})
             return select_run(conn, run_id)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     # -- domains ----------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ class SqliteRuns(PlainRuns[SqliteDb]):
             conn.execute(Q["upsert_domain_redirect"], params)
             return domain_from_row(conn.execute(Q["select_domain"], {"host": host}).fetchone())
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
 
 def select_run(conn: sqlite3.Connection, run_id: int) -> Run:

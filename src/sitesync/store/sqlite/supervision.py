@@ -24,7 +24,7 @@ class SqliteSupervision(PlainSupervision[SqliteDb]):
                 return None
             return select_run(conn, run_id)
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def recover_stale_runs(self, *, stale_after: float, max_crash_retries: int) -> list[Run]:
         def work(conn: sqlite3.Connection) -> list[Run]:
@@ -39,7 +39,7 @@ class SqliteSupervision(PlainSupervision[SqliteDb]):
                 recovered.append(select_run(conn, row["id"]))
             return recovered
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
 
     async def release_claims_where(
         self, *, expired_only: bool, worker_id: str | None, dry_run: bool
@@ -58,4 +58,4 @@ class SqliteSupervision(PlainSupervision[SqliteDb]):
                     )  # fmt: skip
             return claims
 
-        return await self._db.write(work)
+        return await self._db.transaction(work)
