@@ -18,8 +18,8 @@ import urllib.request
 from typing import Any
 
 from sitesync.config import load_settings
+from sitesync.html import extract_links
 from sitesync.models import CrawlArtifact
-from sitesync.plugins.builtin.links import extract_links
 from sitesync.plugins.loader import discover
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.testing import LoopbackSite, SiteSpec

@@ -12,11 +12,12 @@ from dataclasses import replace
 import pytest
 
 from sitesync.config import load_settings
+from sitesync.html import extract_links
 from sitesync.models import AssetRecord, CrawlArtifact
 from sitesync.plugins import ParsedPage, PluginContext
 from sitesync.plugins.builtin._common import word_count
 from sitesync.plugins.builtin.assets import AssetPlugin
-from sitesync.plugins.builtin.links import LinksPlugin, extract_links
+from sitesync.plugins.builtin.links import LinksPlugin
 from sitesync.plugins.builtin.navigation import NavigationSampler
 from sitesync.plugins.builtin.page_metadata import PageMetadataPlugin
 

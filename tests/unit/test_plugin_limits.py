@@ -8,9 +8,9 @@ import threading
 import time
 from typing import Any
 
+from sitesync.html import count_anchors, extract_links
 from sitesync.models import AssetRecord, CrawlArtifact
 from sitesync.plugins import ParsedPage
-from sitesync.plugins.builtin.links import count_anchors, extract_links
 from sitesync.plugins.pipeline import PluginPipeline, RunPlugin
 
 URL = "http://site.test/"

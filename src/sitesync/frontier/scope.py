@@ -39,9 +39,10 @@ class Scope:
             return False
         if host not in self.seed_hosts and not self._domain_allowed(host):
             return False
+        # Tested before any() is called: this runs for every link of every page.
         if self.include and not any(p.search(url) for p in self.include):
             return False
-        return not any(p.search(url) for p in self.exclude)
+        return not (self.exclude and any(p.search(url) for p in self.exclude))
 
     def domain_allowed(self, host: str) -> bool:
         """Whether ``host`` is under one of ``allowed_domains`` (named by the operator)."""

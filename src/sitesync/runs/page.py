@@ -20,8 +20,8 @@ from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
+from sitesync.html import PageLinks, count_anchors, extract_links
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
-from sitesync.plugins.builtin.links import PageLinks, count_anchors, extract_links
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.runs.hops import HopFetcher
