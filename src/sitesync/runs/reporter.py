@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sitesync.errors import StoreUnavailable
 from sitesync.fetch.text import safe_text
-from sitesync.models import ReportVerdict, TaskReport
+from sitesync.models import NewTask, ReportVerdict, TaskReport
 from sitesync.runs.options import WorkerOptions
 from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
@@ -48,12 +48,14 @@ class ReportBatcher:
         options: WorkerOptions,
         stats: WorkerStats,
         let_go: Callable[[str], None],
+        admitted: Callable[[Sequence[NewTask]], None] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.options = options
         self.stats = stats
         self._let_go = let_go  # a reported lease is no longer held
+        self._admitted = admitted  # links the store took in with an accepted report
         self._reports: list[TaskReport] = []
         self._now = asyncio.Event()
         self._closing = False  # shutting down: the loop ends after its current write
@@ -80,6 +82,7 @@ class ReportBatcher:
         if not self._reports:
             return
         batch, self._reports = self._reports, []
+        admitted = self._admitted
         try:
             verdicts = await self.store.report(self.run_id, batch)
         except StoreUnavailable:
@@ -91,6 +94,7 @@ class ReportBatcher:
                 len(batch), one_line(exc),
             )  # fmt: skip
             verdicts = [await self._report_alone(report) for report in batch]
+            admitted = None  # a report stored alone may have lost its links: not known
         for report, verdict in zip(batch, verdicts, strict=True):
             self._let_go(report.lease.host)
             if verdict is ReportVerdict.LEASE_LOST:
@@ -102,6 +106,8 @@ class ReportBatcher:
             else:
                 self.stats.committed += 1
                 self._uncounted += 1
+                if admitted is not None and report.discovered:
+                    admitted(report.discovered)
         interval = self.options.stats_flush_interval
         if interval and self._uncounted >= interval:
             self._uncounted = 0

@@ -140,7 +140,7 @@ class CrawlWorker:
         )  # fmt: skip
         reporter = ReportBatcher(
             self.store, run_id=self.run_id, options=self.options, stats=self.stats,
-            let_go=feeder.let_go,
+            let_go=feeder.let_go, admitted=self.frontier.admitted,
         )  # fmt: skip
         return feeder, reporter
 
