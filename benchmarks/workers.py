@@ -67,6 +67,8 @@ def base_env() -> dict[str, str]:
     env["PYTHONPATH"] = str(src_dir)
     # The site is on loopback, which crawls refuse unless it is opened.
     env["SITESYNC_ALLOWED_NETWORKS"] = "127.0.0.0/8,::1/128"
+    # Each process measured is one worker: 'crawl' starts no helper processes of its own.
+    env["SITESYNC_PROCESSES"] = "1"
     return env
 
 

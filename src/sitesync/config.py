@@ -123,6 +123,11 @@ class Settings(BaseSettings):
     max_worker_processes: int = Field(4, ge=1)
     """Worker processes one ``supervise`` runs at once, over all runs."""
 
+    processes: int = Field(0, ge=0)
+    """Worker processes of one ``sitesync crawl`` (or ``scan``) on this machine, its own
+    included: the others are ``sitesync worker`` helpers with the same settings (each with
+    ``concurrency`` requests in flight). 0 = one per CPU core."""
+
     serve_max_runs: int = Field(4, ge=1)
     """Runs one ``sitesync worker --serve`` crawls at once (each with ``concurrency``
     requests in flight); further active runs wait for a free slot."""

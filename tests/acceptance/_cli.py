@@ -9,8 +9,9 @@ from pathlib import Path
 from sitesync.models import Run, Task, TaskState
 from sitesync.store import open_store
 
-#: Settings the test session sets for every process: loopback opened (see tests/conftest.py).
-KEPT = frozenset({"SITESYNC_ALLOWED_NETWORKS"})
+#: Settings the test session sets for every process: loopback opened, one process per crawl
+#: (see tests/conftest.py).
+KEPT = frozenset({"SITESYNC_ALLOWED_NETWORKS", "SITESYNC_PROCESSES"})
 
 
 def sitesync(

@@ -35,9 +35,14 @@ from sitesync.runs.crawl import (
     request_config,
     validate_request,
 )
+from sitesync.runs.processes import (
+    SETTINGS_FROM_STDIN,
+    Helpers,
+    process_count,
+    settings_from_line,
+)
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.service import serve
-from sitesync.runs.worker import CrawlWorker
 from sitesync.store import Store, open_store
 
 console = plain_console(stderr=True)
@@ -151,6 +156,10 @@ def crawl_command(
     ] = None,
     allow_private_networks: AllowPrivateNetworksOption = None,
     allow_network: AllowNetworkOption = None,
+    processes: Annotated[
+        int | None,
+        typer.Option(min=0, help="Worker processes on this machine; 0 = one per core. [0]"),
+    ] = None,
     queue: Annotated[
         bool, typer.Option("--queue", help="Only create the run, queued for 'sitesync supervise'.")
     ] = False,
@@ -164,6 +173,7 @@ def crawl_command(
     Ctrl-C stops the run cleanly: it becomes 'stopped' and 'sitesync crawl --resume ID'
     continues it. SIGTERM makes this process leave: the run stays running for other
     workers (or the next 'sitesync worker' / supervisor), and this exits with 143.
+    It crawls with one process per core (--processes): helpers that die with it.
     """
     settings = load_settings(
         db=db,
@@ -190,6 +200,7 @@ def crawl_command(
         max_body_bytes=max_body_bytes,
         plugins=plugins,
         strict_plugins=strict_plugins,
+        processes=processes,
         **network_overrides(allow_private_networks, allow_network),
     )
     if not seeds and resume is None:
@@ -259,6 +270,10 @@ def worker_command(
     db_from_stdin: Annotated[
         bool, typer.Option("--db-from-stdin", hidden=True, help="Read --db from stdin.")
     ] = False,
+    settings_from_stdin: Annotated[
+        bool,
+        typer.Option(SETTINGS_FROM_STDIN, hidden=True, help="A crawl's helper: settings on stdin."),
+    ] = False,
     serve: Annotated[
         bool,
         typer.Option(
@@ -294,7 +309,11 @@ def worker_command(
     if serve:
         serve_runs(settings, run_id)
         return
-    request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
+    if settings_from_stdin:  # a helper of 'crawl': its settings, and quiet but for the log
+        settings = settings_from_line(sys.stdin.readline())
+        console.quiet = True
+    helper = settings_from_stdin and run_id is not None
+    request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True, helper=helper)
     crawl_and_report(settings, request, progress=progress, summary_json=summary_json, worker=True)
 
 
@@ -329,7 +348,12 @@ def crawl_and_report(
     check_before_run(settings, request)
     started = time.monotonic()
     stop_signals = frozenset() if worker else STOP_ON_CTRL_C
-    run = asyncio.run(_crawl(settings, request, show_progress=progress, stop_signals=stop_signals))
+    helpers = 0 if worker else process_count(settings) - 1
+    run = asyncio.run(
+        _crawl(
+            settings, request, show_progress=progress, stop_signals=stop_signals, helpers=helpers
+        )
+    )
     elapsed = time.monotonic() - started
     plain_console().print(run_table(run))
     if summary_json is not None:
@@ -360,6 +384,7 @@ async def _crawl(
     *,
     show_progress: bool,
     stop_signals: frozenset[signal.Signals],
+    helpers: int = 0,
 ) -> Run:
     store = await open_store(settings.db, **settings.store_options())
     try:
@@ -373,17 +398,37 @@ async def _crawl(
         )
         if run.status is RunStatus.PAUSED:
             console.print(f"run {run.id} is paused: waiting for 'sitesync resume {run.id}'")
-        if not show_progress:
-            return await crawl(store, run, settings, stop_signals=stop_signals)
-        return await _crawl_with_progress(store, run, settings, stop_signals)
+        return await _crawl_with_helpers(store, run, settings, stop_signals, helpers, show_progress)
     finally:
         await store.close()
+
+
+async def _crawl_with_helpers(
+    store: Store,
+    run: Run,
+    settings: Settings,
+    stop_signals: frozenset[signal.Signals],
+    count: int,
+    show_progress: bool,
+) -> Run:
+    """Crawl here, and in ``count`` helper processes that end when this crawl does: with
+    the run, or by leaving it when this process leaves it."""
+    helpers = Helpers(settings, run.id, count)
+    helpers.start()
+    ended: Run | None = None
+    try:
+        if not show_progress:
+            ended = await crawl(store, run, settings, stop_signals=stop_signals)
+        else:
+            ended = await _crawl_with_progress(store, run, settings, stop_signals)
+        return ended
+    finally:
+        await helpers.finish(left=ended is None or not ended.status.is_terminal)
 
 
 async def _crawl_with_progress(
     store: Store, run: Run, settings: Settings, stop_signals: frozenset[signal.Signals]
 ) -> Run:
-    workers: list[CrawlWorker] = []
     progress = Progress(
         TextColumn("[bold]run {task.fields[run_id]}"),
         BarColumn(),
@@ -398,14 +443,14 @@ async def _crawl_with_progress(
     bar = progress.add_task("crawl", total=None, run_id=run.id, rate=0.0, pending=0, errors=0)
 
     async def refresh() -> None:
+        # The rate of every process of the run (helpers included), from its counters.
+        started, fetched_before = time.monotonic(), run.counters.pages_fetched
         while True:
             await asyncio.sleep(0.5)
             current = await store.get_run(run.id)
             counters = current.counters
-            rate = 0.0
-            if workers:
-                stats = workers[0].stats
-                rate = stats.fetched / max(1e-6, time.monotonic() - stats.started)
+            fetched = counters.pages_fetched - fetched_before
+            rate = fetched / max(1e-6, time.monotonic() - started)
             progress.update(
                 bar,
                 completed=counters.completed + counters.failed,
@@ -418,9 +463,7 @@ async def _crawl_with_progress(
     with progress:
         updater = asyncio.ensure_future(refresh())
         try:
-            return await crawl(
-                store, run, settings, on_start=workers.append, stop_signals=stop_signals
-            )
+            return await crawl(store, run, settings, stop_signals=stop_signals)
         finally:
             updater.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -48,6 +48,7 @@ class CrawlRequest:
     max_pages: int | None = None
     join_any: bool = False  # no run named: join the oldest running (or queued) run
     join: bool = False  # a worker joining: a run that already completed is not an error
+    helper: bool = False  # a helper process of a crawl: joins the run as it is, never resumes it
 
 
 #: Runs a process joins as they are, without moving them.
@@ -63,7 +64,11 @@ async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -
         return await store.transition_run(run.id, RunStatus.RUNNING)
     if request.resume_run_id is not None:
         run = await store.get_run(request.resume_run_id)
-        if run.status in _JOINABLE or (request.join and run.status is RunStatus.COMPLETED):
+        if (
+            run.status in _JOINABLE
+            or request.helper
+            or (request.join and run.status is RunStatus.COMPLETED)
+        ):
             # A crash left it running: its dead worker's leases expire and are reclaimed.
             # A paused run stays paused whoever joins: crawl() waits for `sitesync resume`.
             return run

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from sitesync.errors import IllegalTransition
 from sitesync.models import RunStatus
+from sitesync.runs.processes import spawn_sitesync
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
-
-_PR_SET_PDEATHSIG = 1
 
 #: How a worker is told its store: the variable's value is sent on its stdin, with this flag.
 DB_VARIABLE = "SITESYNC_DB"
@@ -142,22 +139,10 @@ class Supervisor:
 
     def _spawn(self, run_id: int) -> subprocess.Popen[bytes]:
         env = {**os.environ, **self.options.worker_env}
-        # The store's DSN may carry a password: a command line is readable by every user of
-        # the machine and an environment by the same user, so it goes over a pipe instead.
+        # The store's DSN may carry a password: it goes over a pipe (see runs/processes.py).
         db = env.pop(DB_VARIABLE, None)
-        command = [sys.executable, "-m", "sitesync", "worker", "--run", str(run_id)]
-        proc = subprocess.Popen(
-            [*command, DB_FROM_STDIN] if db else command,
-            env=env,
-            preexec_fn=_die_with_parent,
-            stdin=subprocess.PIPE if db else subprocess.DEVNULL,
-        )
-        if db and proc.stdin is not None:
-            with contextlib.suppress(BrokenPipeError):  # it died at once: _reap reports it
-                proc.stdin.write(db.encode() + b"\n")
-            with contextlib.suppress(BrokenPipeError):
-                proc.stdin.close()
-        return proc
+        args = ["worker", "--run", str(run_id)]
+        return spawn_sitesync([*args, DB_FROM_STDIN] if db else args, env=env, stdin_line=db)
 
     def _reap(self) -> None:
         for run_id, procs in list(self._workers.items()):
@@ -207,12 +192,3 @@ class Supervisor:
     @property
     def worker_pids(self) -> dict[int, Sequence[int]]:
         return {run_id: [p.pid for p in procs] for run_id, procs in self._workers.items()}
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGKILL when the supervisor dies (Linux)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:  # not Linux: workers outlive a killed supervisor, leases still expire
-        pass

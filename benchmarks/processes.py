@@ -1,0 +1,181 @@
+"""One machine as a small fleet (issue 13, item 8): ``sitesync crawl --processes N`` beside
+the bare aiohttp loop, in the same run, on ``run.py``'s site served by nginx as static files
+(so the server is not what limits: the Python site costs a core of its own at these rates).
+
+The generated site (``sitesync.testing``) is written out page by page, one directory per
+host; nginx listens on each host's loopback address on one port, as the Python site does, so
+the pages' absolute links stay right. Each tool runs in its own subprocess; wall and CPU
+time come from the kernel (``run.py``'s ``run_measured``, which counts a crawl's helper
+processes too). Every sitesync crawl writes to a fresh store and must fetch every page.
+
+    python benchmarks/processes.py [--hosts 20 --pages-per-host 1000 --concurrency 64]
+                                   [--processes 1,2] [--json OUT]
+
+Needs nginx on PATH (``apt-get install nginx``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from run import HERE, child_env, run_measured
+
+from sitesync.testing import SiteSpec
+from sitesync.testing.pages import Pages
+from sitesync.testing.spec import page_path
+
+
+def export_site(spec: SiteSpec, port: int, root: Path) -> None:
+    """Every page of every host as a file: ``root/h<H>/index.html``, ``root/h<H>/p/<N>.html``."""
+    pages = Pages(spec, port)
+    for h in range(spec.hosts):
+        host_dir = root / f"h{h}"
+        (host_dir / "p").mkdir(parents=True)
+        for i in range(spec.pages_per_host):
+            path = page_path(i)
+            name = "index.html" if path == "/" else path.lstrip("/")
+            (host_dir / name).write_bytes(pages.render(h, i))
+
+
+def nginx_config(spec: SiteSpec, port: int, root: Path, prefix: Path) -> str:
+    servers = "\n".join(
+        f"  server {{ listen {spec.ip(h)}:{port}; root {root / f'h{h}'}; index index.html; }}"
+        for h in range(spec.hosts)
+    )
+    temp = " ".join(
+        f"{kind}_temp_path {prefix / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    return f"""user root;
+worker_processes 1;
+daemon off;
+pid {prefix / "nginx.pid"};
+error_log {prefix / "error.log"} warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  sendfile on;
+  keepalive_requests 1000000;
+  types {{ text/html html; }}
+  default_type text/html;
+  {temp}
+{servers}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.2", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_nginx(config: Path, prefix: Path, spec: SiteSpec, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(["nginx", "-c", str(config), "-p", str(prefix)])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((spec.ip(spec.hosts - 1), port), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"nginx did not start: {(prefix / 'error.log').read_text()[-2000:]}")
+
+
+def bare(spec: SiteSpec, port: int, concurrency: int, workdir: Path) -> dict[str, Any]:
+    out = workdir / "bare.json"
+    cmd = [sys.executable, str(HERE / "bare.py"), "--spec-json", json.dumps(spec.__dict__)]
+    cmd += ["--port", str(port), "--concurrency", str(concurrency), "--out", str(out)]
+    m = run_measured(cmd, 1800)
+    pages = json.loads(out.read_text())["pages"] if out.exists() else 0
+    return measured("bare", pages, m)
+
+
+def sitesync(
+    roots: list[str], processes: int, db: str, concurrency: int, workdir: Path
+) -> dict[str, Any]:
+    out = workdir / f"sitesync-{processes}.json"
+    c = str(concurrency)
+    cmd = [sys.executable, "-m", "sitesync", "crawl", *roots, "--db", db]
+    cmd += ["--processes", str(processes), "--concurrency", c, "--per-host-concurrency", c]
+    cmd += ["--delay", "0", "--no-robots", "--no-sitemaps", "--no-progress"]
+    cmd += ["--no-adaptive-politeness"]  # politeness off: the loaded machine's latency is no signal
+    cmd += ["--summary-json", str(out)]
+    m = run_measured(cmd, 1800)
+    if m.returncode != 0:
+        print(m.stderr[-2000:], file=sys.stderr)
+    pages = json.loads(out.read_text())["pages_fetched"] if out.exists() else 0
+    return measured(f"sitesync --processes {processes}", pages, m)
+
+
+def measured(tool: str, pages: int, m: Any) -> dict[str, Any]:
+    rate = pages / m.wall_seconds if m.wall_seconds else 0.0
+    print(f"[{tool}] {pages} pages in {m.wall_seconds:.1f} s: {rate:.0f} pages/s", flush=True)
+    return {
+        "tool": tool,
+        "pages": pages,
+        "seconds": round(m.wall_seconds, 2),
+        "pages_per_second": round(rate, 1),
+        "cpu_seconds": round(m.cpu_seconds, 2),
+        "returncode": m.returncode,
+    }
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--pages-per-host", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--processes", default="1,2", help="comma-separated counts to measure")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    os.environ.update(child_env())
+    spec = SiteSpec(hosts=args.hosts, pages_per_host=args.pages_per_host)
+    port = free_port()
+    roots = [f"http://{spec.ip(h)}:{port}/" for h in range(spec.hosts)]
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="sitesync-processes-") as tmp:
+        work = Path(tmp)
+        export_site(spec, port, work / "site")
+        prefix = work / "nginx"
+        prefix.mkdir()
+        config = prefix / "nginx.conf"
+        config.write_text(nginx_config(spec, port, work / "site", prefix))
+        nginx = start_nginx(config, prefix, spec, port)
+        print(f"{spec.hosts} hosts x {spec.pages_per_host} pages on nginx, {os.cpu_count()} CPUs")
+        try:
+            results.append(bare(spec, port, args.concurrency, work))
+            for count in (int(n) for n in args.processes.split(",")):
+                db = str(work / f"sitesync-{count}.db")  # a fresh SQLite store per crawl
+                results.append(sitesync(roots, count, db, args.concurrency, work))
+        finally:
+            nginx.terminate()
+            nginx.wait(10)
+            shutil.rmtree(work / "site", ignore_errors=True)
+    base = results[0]["pages_per_second"] or 1.0
+    for result in results:
+        result["vs_bare"] = round(result["pages_per_second"] / base, 2)
+        print(f"{result['tool']:>24}: {result['pages_per_second']:>7.0f} pages/s, "
+              f"{result['vs_bare']:.2f}x bare, {result['cpu_seconds']:.0f} s CPU")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"spec": spec.__dict__, "results": results}, indent=2))
+    return 0 if all(r["pages"] == spec.hosts * spec.pages_per_host for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
