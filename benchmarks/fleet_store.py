@@ -19,6 +19,7 @@ import psycopg
 from fleet_stats import latency_summary
 from psycopg import sql
 
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import Lease, NewTask, RunConfig, RunStatus, TaskReport
 from sitesync.store import Store, open_store
 
@@ -199,7 +200,7 @@ async def _lifecycle_loop(
                     ok=True,
                     http_status=200,
                     bytes_fetched=20_000,
-                    outcome="success",
+                    outcome=FetchOutcome.SUCCESS,
                     discovered=tuple(found),
                 )
             )

@@ -18,6 +18,7 @@ import urllib.request
 from typing import Any
 
 from sitesync.config import load_settings
+from sitesync.fetch.base import FetchOutcome
 from sitesync.html import extract_links
 from sitesync.models import CrawlArtifact
 from sitesync.plugins.loader import discover
@@ -43,7 +44,7 @@ def fetch_pages(count: int) -> list[Page]:
                 final_url=url,
                 depth=min(n, 1),
                 status=200,
-                outcome="success",
+                outcome=FetchOutcome.SUCCESS,
                 headers=headers,
                 body=body,
                 text=text,

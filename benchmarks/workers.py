@@ -42,6 +42,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from sitesync.fetch.base import FetchOutcome
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 BACKENDS = ("sqlite", "postgres")
@@ -577,7 +579,7 @@ async def store_ops(
                         ok=True,
                         http_status=200,
                         bytes_fetched=20_000,
-                        outcome="success",
+                        outcome=FetchOutcome.SUCCESS,
                         discovered=tuple(found),
                     )
                 )

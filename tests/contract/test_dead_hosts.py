@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import (
     HostStatus,
     NewTask,
@@ -43,7 +44,11 @@ async def test_end_host_fails_every_pending_task_of_the_host_and_nothing_else(
     # The leased one still reports normally, under its lease.
     verdicts = await store.report(
         run_id,
-        [TaskReport(lease=leased, ok=False, error=REASON, give_up=True, outcome="unreachable")],
+        [
+            TaskReport(
+                lease=leased, ok=False, error=REASON, give_up=True, outcome=FetchOutcome.UNREACHABLE
+            )
+        ],
     )
     assert verdicts == [ReportVerdict.ACCEPTED]
     await assert_counters_match_tasks(store, run_id)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from sitesync.errors import IllegalTransition, RunNotFound
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import (
     NewTask,
     ReportVerdict,
@@ -303,8 +304,8 @@ async def test_reports_record_outcome_final_url_redirects_and_error(store: Store
     [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
     hops = (("http://a.test/p/1", "http://a.test/p/one", 301),)
     report = TaskReport(
-        lease=lease, ok=True, http_status=404, outcome="http_error", error="http_error: HTTP 404",
-        final_url="http://a.test/p/one", redirects=hops,
+        lease=lease, ok=True, http_status=404, outcome=FetchOutcome.HTTP_ERROR,
+        error="http_error: HTTP 404", final_url="http://a.test/p/one", redirects=hops,
     )  # fmt: skip
     await store.report(run_id, [report])
     stored = await store.get_task(run_id, lease.url)

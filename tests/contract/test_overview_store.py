@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import (
     HostBacklog,
     OutcomeCount,
@@ -38,10 +39,15 @@ async def test_outcomes_count_finished_tasks_by_outcome_and_status_class(store: 
     await store.add_tasks(run_id, [task(n) for n in range(5)])
     leases = await store.acquire(run_id, worker_id="w", limit=4, lease_seconds=30)
     reports = [
-        TaskReport(lease=leases[0], ok=True, http_status=200, outcome="success"),
-        TaskReport(lease=leases[1], ok=True, http_status=200, outcome="success"),
-        TaskReport(lease=leases[2], ok=True, http_status=404, outcome="http_error"),
-        TaskReport(lease=leases[3], ok=False, error="unreachable: refused", outcome="unreachable"),
+        TaskReport(lease=leases[0], ok=True, http_status=200, outcome=FetchOutcome.SUCCESS),
+        TaskReport(lease=leases[1], ok=True, http_status=200, outcome=FetchOutcome.SUCCESS),
+        TaskReport(lease=leases[2], ok=True, http_status=404, outcome=FetchOutcome.HTTP_ERROR),
+        TaskReport(
+            lease=leases[3],
+            ok=False,
+            error="unreachable: refused",
+            outcome=FetchOutcome.UNREACHABLE,
+        ),
     ]
     await store.report(run_id, reports)
     assert await store.count_outcomes(run_id) == [
@@ -64,11 +70,11 @@ async def test_redirected_tasks_carry_their_hops(store: Store) -> None:
                 lease=first,
                 ok=True,
                 http_status=200,
-                outcome="success",
+                outcome=FetchOutcome.SUCCESS,
                 final_url="http://a.test/new",
                 redirects=hops,
             ),
-            TaskReport(lease=second, ok=True, http_status=200, outcome="success"),
+            TaskReport(lease=second, ok=True, http_status=200, outcome=FetchOutcome.SUCCESS),
         ],
     )
     [redirected] = await store.list_redirected(run_id)

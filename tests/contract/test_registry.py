@@ -9,6 +9,7 @@ import pytest
 
 from sitesync.config import Settings
 from sitesync.errors import ConfigError, ScanConflict
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import (
     HostStatus,
     NewTask,
@@ -54,10 +55,14 @@ async def complete_scan(store: Store, answers: dict[str, int | str] | None = Non
     for lease in leases:
         answer = answers.get(lease.host, UP)
         if isinstance(answer, int):
-            reports.append(TaskReport(lease=lease, ok=True, http_status=answer, outcome="success"))
+            reports.append(
+                TaskReport(lease=lease, ok=True, http_status=answer, outcome=FetchOutcome.SUCCESS)
+            )
         else:
             reports.append(
-                TaskReport(lease=lease, ok=False, error=answer, give_up=True, outcome=answer)
+                TaskReport(
+                    lease=lease, ok=False, error=answer, give_up=True, outcome=FetchOutcome(answer)
+                )
             )
     await store.report(run.id, reports)
     assert await store.complete_if_drained(run.id)
@@ -228,8 +233,10 @@ async def test_a_scan_applies_only_once_completed_and_only_with_a_scope(store: S
     await store.add_tasks(run.id, [NewTask(url="http://a.test/", host="a.test", depth=0)])
     await store.mark_seeded(run.id)
     [lease] = await store.acquire(run.id, worker_id="w", limit=1, lease_seconds=30)
-    await store.report(run.id, [TaskReport(lease=lease, ok=False, give_up=True,
-                                           outcome="unreachable", error="refused")])  # fmt: skip
+    failed = TaskReport(
+        lease=lease, ok=False, give_up=True, outcome=FetchOutcome.UNREACHABLE, error="refused"
+    )
+    await store.report(run.id, [failed])
     assert await store.complete_if_drained(run.id)
     summary = await store.apply_scan_results(run.id)
     assert summary is not None and summary.newly_stale == ("a.test",)
@@ -253,10 +260,11 @@ async def test_an_answer_of_any_kind_is_reachable(store: Store) -> None:
     await store.set_host_status(run.id, "robots.test", HostStatus.BLOCKED)
     reports = [
         TaskReport(lease=leases["error.test"], ok=False, http_status=503, give_up=True,
-                   outcome="http_error", error="HTTP 503"),
-        TaskReport(lease=leases["robots.test"], ok=False, give_up=True, outcome="blocked",
-                   error="blocked: robots.txt disallows /"),
-        TaskReport(lease=leases["fine.test"], ok=True, http_status=200, outcome="success"),
+                   outcome=FetchOutcome.HTTP_ERROR, error="HTTP 503"),
+        TaskReport(lease=leases["robots.test"], ok=False, give_up=True,
+                   outcome=FetchOutcome.BLOCKED, error="blocked: robots.txt disallows /"),
+        TaskReport(lease=leases["fine.test"], ok=True, http_status=200,
+                   outcome=FetchOutcome.SUCCESS),
     ]  # fmt: skip
     await store.report(run.id, reports)
     assert await store.complete_if_drained(run.id)

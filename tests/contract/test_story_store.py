@@ -4,6 +4,7 @@ pages linking to a URL, domain scans across scans, deleting a schedule."""
 
 from __future__ import annotations
 
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import AssetRecord, NewTask, RunStatus, TaskReport
 from sitesync.store.base import Store
 from tests.contract.test_frontier_store import running_run, task
@@ -20,7 +21,7 @@ async def attempt_until_done(store: Store, run_id: int, failures: int, **report:
             [
                 TaskReport(
                     lease=lease, ok=done, http_status=200 if done else 503,
-                    outcome="success" if done else "http_error",
+                    outcome=FetchOutcome.SUCCESS if done else FetchOutcome.HTTP_ERROR,
                     error=None if done else f"http_error: HTTP 503 #{n + 1}",
                     bytes_fetched=100 if done else 0, started_at=1000.0 + n,
                     ended_at=1000.5 + n, worker_id=f"w{n}",
@@ -62,7 +63,7 @@ async def test_a_fenced_out_report_leaves_no_attempt(store: Store) -> None:
     await store.add_tasks(run_id, [task(1)])
     [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
     await store.release(run_id, [lease])
-    late = TaskReport(lease=lease, ok=True, http_status=200, outcome="success")
+    late = TaskReport(lease=lease, ok=True, http_status=200, outcome=FetchOutcome.SUCCESS)
     await store.report(run_id, [late])
     t = await store.get_task(run_id, "http://a.test/p/1")
     assert t is not None and await store.list_attempts(t.id) == []

@@ -9,7 +9,15 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from sitesync.models import HostStatus, Lease, RunConfig, RunStatus, TaskReport, TaskState
+from sitesync.models import (
+    FetchOutcome,
+    HostStatus,
+    Lease,
+    RunConfig,
+    RunStatus,
+    TaskReport,
+    TaskState,
+)
 from sitesync.store.base import Store
 from sitesync.transitions import TASK_TRANSITIONS, TaskEvent, Transition, next_state
 from tests.contract.test_frontier_store import assert_counters_match_tasks, task
@@ -124,3 +132,15 @@ async def test_each_transition_ends_where_the_table_says(store: Store, row: Tran
     after = await store.get_task(run_id, url)
     assert after is not None and after.state is next_state(row.state, row.event) is row.to
     await assert_counters_match_tasks(store, run_id)
+
+
+async def test_an_outcome_is_read_back_as_the_enum_it_was_reported_as(store: Store) -> None:
+    reported = next(row for row in TASK_TRANSITIONS if row.event is TaskEvent.REPORT_OK)
+    run_id, lease = await _task_in(store, reported)
+    assert lease is not None
+    report = TaskReport(lease=lease, ok=True, http_status=200, outcome=FetchOutcome.UNDECODABLE)
+    await store.report(run_id, [report])
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None and stored.outcome is FetchOutcome.UNDECODABLE
+    [attempt] = await store.list_attempts(lease.task_id)
+    assert attempt.outcome is FetchOutcome.UNDECODABLE

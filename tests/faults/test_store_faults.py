@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from sitesync.errors import EXIT_STORE_UNAVAILABLE
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import NewTask, Run, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
@@ -275,10 +276,14 @@ def complete_scan_without_applying(db: str, site: LoopbackSite) -> int:
             await store.mark_seeded(run.id)
             leases = await store.acquire(run.id, worker_id="w", limit=10, lease_seconds=30)
             reports = [
-                TaskReport(lease=lease, ok=True, http_status=200, outcome="success")
+                TaskReport(lease=lease, ok=True, http_status=200, outcome=FetchOutcome.SUCCESS)
                 if lease.host != "127.0.0.1:9"
                 else TaskReport(
-                    lease=lease, ok=False, error="refused", give_up=True, outcome="unreachable"
+                    lease=lease,
+                    ok=False,
+                    error="refused",
+                    give_up=True,
+                    outcome=FetchOutcome.UNREACHABLE,
                 )
                 for lease in leases
             ]

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from sitesync.config import load_settings
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import AssetRecord, RunConfig, RunStatus, TaskReport
 from sitesync.store.base import Store
 from sitesync.web import create_app
@@ -36,11 +37,11 @@ async def crawl_a_little(store: Store) -> int:
         data={"urls": [{"url": "http://a.test/p/1", "found_in": "nav"}], "shortfall": None},
     )
     reports = [
-        TaskReport(lease=leases[0], ok=True, http_status=200, outcome="success",
+        TaskReport(lease=leases[0], ok=True, http_status=200, outcome=FetchOutcome.SUCCESS,
                    final_url=HOPS[-1][1], redirects=HOPS, records=(navigation,)),
-        TaskReport(lease=leases[1], ok=True, http_status=404, outcome="http_error"),
+        TaskReport(lease=leases[1], ok=True, http_status=404, outcome=FetchOutcome.HTTP_ERROR),
         TaskReport(lease=leases[2], ok=False, error="unreachable: connection refused",
-                   outcome="unreachable"),
+                   outcome=FetchOutcome.UNREACHABLE),
     ]  # fmt: skip
     await store.report(run_id, reports)
     return run_id

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from sitesync.config import load_settings
+from sitesync.fetch.base import FetchOutcome
 from sitesync.html import extract_links
 from sitesync.models import AssetRecord, CrawlArtifact
 from sitesync.plugins import ParsedPage, PluginContext
@@ -42,7 +43,7 @@ def artifact(
         final_url=url,
         depth=depth,
         status=status,
-        outcome=outcome,
+        outcome=FetchOutcome(outcome),
         headers=headers or {"content-type": "text/html; charset=utf-8"},
         body=body,
         text=html if status and html else None,
@@ -88,7 +89,11 @@ def test_page_metadata_records_what_the_page_says_about_itself() -> None:
 
 def test_page_metadata_skips_error_pages_and_keeps_non_html_bodies() -> None:
     assert (
-        run(PageMetadataPlugin(CONTEXT), artifact("gone", status=404, outcome="http_error")) == []
+        run(
+            PageMetadataPlugin(CONTEXT),
+            artifact("gone", status=404, outcome=FetchOutcome.HTTP_ERROR),
+        )
+        == []
     )
     pdf = artifact("%PDF-1.7", ROOT + "a.pdf", headers={"content-type": "application/pdf"})
     [record] = run(PageMetadataPlugin(CONTEXT), replace(pdf, text=None, links=()))

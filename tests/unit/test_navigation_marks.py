@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import Task, TaskState
 from sitesync.plugins.builtin.navigation import failure_of, mark_failed
 
@@ -10,7 +11,8 @@ def task(state: TaskState, outcome: str | None, status: int | None) -> Task:
     return Task(
         id=1, run_id=1, url="http://a.test/x", host="a.test", state=state, depth=1, priority=0,
         attempt_count=1, next_eligible_at=0, lease_owner=None, lease_expires_at=None,
-        last_error=None, http_status=status, outcome=outcome,
+        last_error=None, http_status=status,
+        outcome=None if outcome is None else FetchOutcome(outcome),
     )  # fmt: skip
 
 

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from sitesync.fetch.base import FetchOutcome
 from sitesync.html import count_anchors, extract_links
 from sitesync.models import AssetRecord, CrawlArtifact
 from sitesync.plugins import ParsedPage
@@ -16,7 +17,7 @@ from sitesync.plugins.pipeline import PluginPipeline, RunPlugin
 URL = "http://site.test/"
 PAGE = CrawlArtifact(
     run_id=1, task_id=1, requested_url=URL, final_url=URL, depth=0, status=200,
-    outcome="success", headers={"content-type": "text/html"}, body=b"<p>x</p>",
+    outcome=FetchOutcome.SUCCESS, headers={"content-type": "text/html"}, body=b"<p>x</p>",
     text="<p>x</p>", redirects=(), elapsed=0.0,
 )  # fmt: skip
 

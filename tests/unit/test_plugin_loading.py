@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from sitesync.cli import app
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError, NotConfigured
+from sitesync.fetch.base import FetchOutcome
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact
 from sitesync.plugins import ParsedPage, PluginContext
 from sitesync.plugins.loader import (
@@ -46,7 +47,7 @@ def artifact(url: str = "http://a.test/", *, status: int = 200, html: str = "") 
         final_url=url,
         depth=0,
         status=status,
-        outcome="success" if status else "unreachable",
+        outcome=FetchOutcome.SUCCESS if status else FetchOutcome.UNREACHABLE,
         headers={"content-type": "text/html"},
         body=html.encode(),
         text=html or None,

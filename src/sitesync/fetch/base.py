@@ -7,30 +7,24 @@ bodies and 404s are all :class:`FetchOutcome` values on a :class:`FetchResult`.
 from __future__ import annotations
 
 import email.utils
-import enum
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+# Defined with the models, so that a task's outcome keeps its type from the fetcher to the
+# store and back; every fetcher names it from here.
+from sitesync.models import FetchOutcome
 
-class FetchOutcome(enum.StrEnum):
-    SUCCESS = "success"  # a 2xx/3xx response and its body
-    HTTP_ERROR = "http_error"  # a 4xx/5xx response (see ``status``)
-    BLOCKED = "blocked"  # robots.txt, or 401/403/451
-    UNREACHABLE = "unreachable"  # DNS failure, connection refused or reset
-    TIMEOUT = "timeout"  # connect, read or total timeout
-    TOO_LARGE = "too_large"  # body over ``max_body_bytes`` (after decompression)
-    REDIRECT_NOT_FOLLOWED = "redirect_not_followed"  # to an out-of-scope or non-HTTP URL
-    INVALID = "invalid"  # redirect loop or limit, truncated body, binary as text, bad URL
-    # A non-public address the network policy refuses (loopback, private, link-local, ...);
-    # never retried: the address will not become allowed by asking again.
-    FORBIDDEN_ADDRESS = "forbidden_address"
-    # A 2xx body that is not valid in its charset (declared, or UTF-8): kept, its links
-    # read with replacement characters, but not a success.
-    UNDECODABLE = "undecodable"
-    # A dry run (``--fetcher null``): admitted and allowed by robots.txt, never requested.
-    NOT_FETCHED = "not_fetched"
+__all__ = [
+    "FetchLimits",
+    "FetchOutcome",
+    "FetchResult",
+    "Fetcher",
+    "FollowPolicy",
+    "RedirectHop",
+    "parse_retry_after",
+]
 
 
 @dataclass(frozen=True, slots=True)

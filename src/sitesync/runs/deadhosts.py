@@ -39,7 +39,11 @@ class HostEnd:
 
     def report(self, lease: Lease) -> TaskReport:
         return TaskReport(
-            lease=lease, ok=False, error=self.reason, give_up=True, outcome=self.status.value
+            lease=lease,
+            ok=False,
+            error=self.reason,
+            give_up=True,
+            outcome=FetchOutcome(self.status.value),  # unreachable or blocked: both outcomes too
         )
 
 

@@ -176,7 +176,7 @@ class PageAttempts:
             report = self.hops.hand_over_target(lease, result, report)
         if lease.depth == 0 and report.ok and self.sitemaps is not None:
             report = await self._add_sitemap_urls(lease, report)
-        if lease.depth == 0 and report.outcome == FetchOutcome.BLOCKED.value:
+        if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
         if self.plugins is not None and (report.ok or lease.depth == 0):
@@ -223,7 +223,7 @@ class PageAttempts:
         """Plugins see every answered fetch; what they make is committed with the report."""
         assert self.plugins is not None
         if result is None:  # robots.txt (or a dead host) kept us from asking
-            outcome = FetchOutcome(report.outcome or FetchOutcome.BLOCKED.value)
+            outcome = report.outcome or FetchOutcome.BLOCKED
             result = FetchResult(url=lease.url, outcome=outcome, error=report.error)
         artifact = CrawlArtifact(
             run_id=lease.run_id,
@@ -232,7 +232,7 @@ class PageAttempts:
             final_url=result.final_url or lease.url,
             depth=lease.depth,
             status=result.status,
-            outcome=result.outcome.value,
+            outcome=result.outcome,
             headers=result.headers,
             body=result.body,
             text=text,
@@ -279,9 +279,9 @@ class PageAttempts:
         if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
             delay = max(verdict.retry_at - time.time(), self.retry.delay(lease.attempt_count))
             return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,
-                              outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
+                              outcome=FetchOutcome.BLOCKED)  # fmt: skip
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,
-                          outcome=FetchOutcome.BLOCKED.value)  # fmt: skip
+                          outcome=FetchOutcome.BLOCKED)  # fmt: skip
 
     @contextlib.asynccontextmanager
     async def _turn(self, host: str, lease: Lease) -> AsyncIterator[Turn]:
@@ -309,7 +309,7 @@ class PageAttempts:
             lease=lease,
             ok=False,
             http_status=result.status,
-            outcome=result.outcome.value,
+            outcome=result.outcome,
             final_url=result.final_url if result.final_url != lease.url else None,
             redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
         )
@@ -343,7 +343,7 @@ class PageAttempts:
             charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
             report = replace(
                 report,
-                outcome=FetchOutcome.UNDECODABLE.value,
+                outcome=FetchOutcome.UNDECODABLE,
                 error=f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}",
             )
         return report, links

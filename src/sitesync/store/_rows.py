@@ -15,6 +15,7 @@ from sitesync.models import (
     Claim,
     Domain,
     DomainScan,
+    FetchOutcome,
     HostState,
     HostStatus,
     Lease,
@@ -81,12 +82,17 @@ def task_from_row(row: Row, *, redirects: Iterable[Sequence[Any]]) -> Task:
         lease_expires_at=row["lease_expires_at"],
         last_error=row["last_error"],
         http_status=row["http_status"],
-        outcome=row["outcome"],
+        outcome=outcome_of(row["outcome"]),
         final_url=row["final_url"],
         redirects=tuple((str(a), str(b), int(c)) for a, b, c in redirects),
         found_from=_optional(row, "found_from"),
         found_on=_optional(row, "found_on"),
     )
+
+
+def outcome_of(value: str | None) -> FetchOutcome | None:
+    """A stored outcome read back as the enum."""
+    return None if value is None else FetchOutcome(value)
 
 
 def _optional(row: Row, column: str) -> Any:
@@ -99,8 +105,9 @@ def _optional(row: Row, column: str) -> Any:
 
 def stored_outcome(report: TaskReport) -> str | None:
     """The report's outcome as the store keeps it (text): the one place an outcome enters
-    either backend, for its task row and its attempt row alike."""
-    return report.outcome
+    either backend, for its task row and its attempt row alike. The enum ends here, and is
+    read back as the enum (``outcome_of``)."""
+    return None if report.outcome is None else report.outcome.value
 
 
 def attempt_rows(accepted: Sequence[TaskReport], now: float) -> list[dict[str, Any]]:
@@ -129,7 +136,7 @@ def attempt_from_row(row: Row) -> Attempt:
         started_at=row["started_at"],
         ended_at=row["ended_at"],
         worker_id=row["worker_id"],
-        outcome=row["outcome"],
+        outcome=outcome_of(row["outcome"]),
         http_status=row["http_status"],
         error=row["error"],
         bytes=row["bytes"],

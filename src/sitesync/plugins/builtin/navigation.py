@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sitesync.models import AssetRecord, CrawlArtifact, Task, TaskState
+from sitesync.models import AssetRecord, CrawlArtifact, FetchOutcome, Task, TaskState
 from sitesync.plugins.base import ParsedPage, PluginContext, record_key
 from sitesync.plugins.builtin._common import (
     SiteTest,
@@ -93,10 +93,11 @@ def _candidates(page: ParsedPage) -> Iterator[tuple[str, str]]:
 def _failure(artifact: CrawlArtifact, page: ParsedPage) -> str | None:
     """Why the root page yields no sample at all, or None if it can be sampled."""
     if artifact.status == 0:
-        return "robots.txt disallows" if artifact.outcome == "blocked" else "site unreachable"
+        blocked = artifact.outcome == FetchOutcome.BLOCKED
+        return "robots.txt disallows" if blocked else "site unreachable"
     if artifact.status >= 400:
         return f"root page answered HTTP {artifact.status}"
-    if artifact.outcome != "success":  # a redirect out of scope, a body over the limit, ...
+    if artifact.outcome != FetchOutcome.SUCCESS:  # a redirect out of scope, a body too large...
         return f"root page unusable ({artifact.outcome})"
     if page.tree is None:
         return "root page is not HTML"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sitesync.models import AssetRecord, CrawlArtifact
+from sitesync.models import AssetRecord, CrawlArtifact, FetchOutcome
 from sitesync.plugins.base import ParsedPage, PluginContext, record_key
 from sitesync.plugins.builtin._common import word_count
 
@@ -24,7 +24,7 @@ class PageMetadataPlugin:
         pass
 
     def process(self, artifact: CrawlArtifact, page: ParsedPage) -> tuple[AssetRecord, ...]:
-        if not 200 <= artifact.status < 300 or artifact.outcome != "success":
+        if not 200 <= artifact.status < 300 or artifact.outcome != FetchOutcome.SUCCESS:
             return ()  # an error page is not the page's content: no record, no sighting
         digest = hashlib.sha256(artifact.body).hexdigest()
         data: dict[str, Any] = {

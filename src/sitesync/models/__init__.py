@@ -1,0 +1,79 @@
+"""The nouns of sitesync: runs, tasks, leases and what a worker reports back.
+
+Everything here is a frozen value. Stores build them from rows; nothing mutates them.
+One module per area (``runs``, ``tasks``, ``hosts``, ``records``); import from here.
+"""
+
+from __future__ import annotations
+
+from sitesync.models.hosts import (
+    Claim,
+    ClaimGrant,
+    Domain,
+    DomainScan,
+    HostState,
+    HostStatus,
+    RunHost,
+    ScanSummary,
+    Schedule,
+    WorkerInfo,
+)
+from sitesync.models.records import (
+    HostAssets,
+    HostBacklog,
+    OutcomeCount,
+    RecordChange,
+    RecordVersion,
+    RunDiff,
+    WorkerLeases,
+)
+from sitesync.models.runs import RUN_TRANSITIONS, Run, RunConfig, RunCounters, RunStatus
+from sitesync.models.tasks import (
+    AssetRecord,
+    Attempt,
+    CrawlArtifact,
+    FetchOutcome,
+    Lease,
+    NewTask,
+    ProcessedArtifact,
+    ReportVerdict,
+    Task,
+    TaskReport,
+    TaskState,
+)
+
+__all__ = [
+    "RUN_TRANSITIONS",
+    "AssetRecord",
+    "Attempt",
+    "Claim",
+    "ClaimGrant",
+    "CrawlArtifact",
+    "Domain",
+    "DomainScan",
+    "FetchOutcome",
+    "HostAssets",
+    "HostBacklog",
+    "HostState",
+    "HostStatus",
+    "Lease",
+    "NewTask",
+    "OutcomeCount",
+    "ProcessedArtifact",
+    "RecordChange",
+    "RecordVersion",
+    "ReportVerdict",
+    "Run",
+    "RunConfig",
+    "RunCounters",
+    "RunDiff",
+    "RunHost",
+    "RunStatus",
+    "ScanSummary",
+    "Schedule",
+    "Task",
+    "TaskReport",
+    "TaskState",
+    "WorkerInfo",
+    "WorkerLeases",
+]

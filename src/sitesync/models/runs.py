@@ -1,0 +1,109 @@
+"""Runs: their status, the table of status changes, config and counters."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+class RunStatus(enum.StrEnum):
+    QUEUED = "queued"  # created, no worker has started it yet
+    RUNNING = "running"  # workers take tasks
+    PAUSED = "paused"  # workers take no new tasks; state kept
+    COMPLETED = "completed"  # terminal: the frontier drained
+    STOPPED = "stopped"  # terminal until resumed: a user stopped it, in-flight work released
+    CANCELLED = "cancelled"  # terminal: a user cancelled it; never resumed
+    FAILED = "failed"  # terminal: a fatal error, or crashed past its retry budget
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset(
+    {RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
+)
+
+#: Which status a run may move to from each status. Stores enforce this table.
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset(
+        {
+            RunStatus.PAUSED,
+            RunStatus.COMPLETED,
+            RunStatus.STOPPED,
+            RunStatus.CANCELLED,
+            RunStatus.FAILED,
+            RunStatus.QUEUED,  # the watchdog re-queues a crashed run
+        }
+    ),
+    RunStatus.PAUSED: frozenset(
+        {RunStatus.RUNNING, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
+    ),
+    # A stopped or failed run is resumed in place (running: `crawl --resume`) or handed to
+    # the supervisor (queued: `sitesync resume`); completed and cancelled are final.
+    RunStatus.STOPPED: frozenset({RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.CANCELLED}),
+    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.CANCELLED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """What a run crawls and how far. Stored with the run so a resume crawls the same thing."""
+
+    seeds: tuple[str, ...]
+    allowed_domains: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_depth: int | None = None
+    max_pages: int | None = None
+    max_retries: int = 3
+    # Hosts that joined the scope during the run: where a seed's redirects led.
+    extra_hosts: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        """Rebuild a stored config; unknown keys (from a newer version) are ignored."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known
+        }
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounters:
+    """Exact counters, written in the same transaction as the task transitions that move them."""
+
+    tasks_total: int = 0  # tasks admitted to the frontier (all states)
+    pending: int = 0
+    assigned: int = 0
+    completed: int = 0
+    failed: int = 0
+    pages_fetched: int = 0  # accepted fetch attempts that got an HTTP response
+    bytes_fetched: int = 0
+    retries: int = 0  # failures sent back to PENDING
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: int
+    status: RunStatus
+    config: RunConfig
+    counters: RunCounters
+    created_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    status_reason: str | None = None
+    last_activity_at: float | None = None
+    seeded_at: float | None = None  # seeds and sitemaps admitted
+    heartbeat_at: float | None = None  # last sign of life from its workers or supervisor
+    supervisor_id: str | None = None
+    crash_retries: int = 0  # times the watchdog re-queued it after a crash
+    scope: str | None = None  # the domain-list scope this run scans, if any
