@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -26,16 +27,15 @@ from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT
 from sitesync.urls import DEFAULT_SESSION_PARAMS
 from sitesync.useragent import default_user_agent
 
-DEFAULT_DB = "sitesync.db"
-
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SITESYNC_", extra="forbid", use_attribute_docstrings=True
     )
 
-    db: str = DEFAULT_DB
-    """Where the store lives: a SQLite file path (the default, ``./sitesync.db``)."""
+    db: str = "sitesync.db"
+    """Where the store lives: a SQLite file path (the default, ``./sitesync.db``), or a
+    PostgreSQL URL (``postgresql://user@host/db``) that many machines share."""
 
     concurrency: int = Field(16, ge=1, le=10_000)
     """Requests in flight at once, over all hosts."""
@@ -423,8 +423,11 @@ def settings_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_settings(**overrides: Any) -> Settings:
+def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """Settings from file, environment and ``overrides`` (flags; None = not given).
+
+    ``flag_names`` maps settings to the flags that set them, for the error to name the flag
+    its user typed (the CLI knows them; settings know no CLI).
 
     Raises ``ConfigError`` with one line naming the first bad setting (or the settings file
     that cannot be read). The passwords they carry are masked in everything shown from then on.
@@ -434,7 +437,7 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         settings = Settings(**given)
     except ValidationError as exc:
-        raise _one_line(exc) from exc
+        raise _one_line(exc, flag_names or {}) from exc
     except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"settings file {_settings_file()}: {exc}") from exc
     remember_secrets(settings.db)
@@ -447,12 +450,12 @@ def _settings_file() -> str:
     return os.environ.get("SITESYNC_CONFIG", "sitesync.toml")
 
 
-def _one_line(exc: ValidationError) -> ConfigError:
+def _one_line(exc: ValidationError, flag_names: Mapping[str, str]) -> ConfigError:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "settings"
     if where == "settings":
         return ConfigError(f"invalid settings: {error['msg']}")
     env = f"SITESYNC_{where.upper()}"
-    flag = "--" + where.replace("_", "-")
+    named = f"{flag_names[where]} / {env}" if where in flag_names else env
     got = redact(repr(error.get("input")))
-    return ConfigError(f"invalid setting {where} ({flag} / {env}): {error['msg']} (got {got})")
+    return ConfigError(f"invalid setting {where} ({named}): {error['msg']} (got {got})")

@@ -46,7 +46,7 @@ def test_a_bad_pattern_is_a_config_error_naming_the_option() -> None:
     [
         (
             {"concurrency": 0},
-            r"invalid setting concurrency \(--concurrency / SITESYNC_CONCURRENCY\)",
+            r"invalid setting concurrency \(SITESYNC_CONCURRENCY\)",
         ),
         ({"delay": -1}, r"invalid setting delay"),
         ({"lease_seconds": 0}, r"invalid setting lease_seconds"),

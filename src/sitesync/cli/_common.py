@@ -6,9 +6,8 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-import typer
 from rich.console import Console
 from rich.text import Text
 
@@ -20,38 +19,6 @@ T = TypeVar("T")
 # C0 and C1 controls but newline and tab: a terminal would act on them (ESC starts sequences
 # that move the cursor, clear the screen, retitle the window or write to the clipboard).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="Store: a SQLite file path. Default ./sitesync.db, or SITESYNC_DB.",
-        show_default=False,
-    ),
-]
-
-AllowPrivateNetworksOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--allow-private-networks",
-        help="Let requests reach loopback, private and other non-public addresses.",
-        show_default=False,
-    ),
-]
-AllowNetworkOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--allow-network",
-        metavar="CIDR",
-        help="Let requests reach this non-public network, e.g. 10.1.0.0/16 (repeatable).",
-        show_default=False,
-    ),
-]
-
-
-def network_overrides(allow_private: bool | None, networks: list[str] | None) -> dict[str, Any]:
-    """The network settings the flags give (None: not given, the environment decides)."""
-    return {"allow_private_networks": allow_private, "allowed_networks": networks or None}
 
 
 class _TextConsole(Console):

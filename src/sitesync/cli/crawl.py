@@ -14,15 +14,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sitesync.cli._common import (
-    AllowNetworkOption,
-    AllowPrivateNetworksOption,
-    DbOption,
-    network_overrides,
-    plain_console,
-)
+from sitesync.cli._common import plain_console
+from sitesync.cli.options import CRAWL, WORKER, Flags, from_flags, settings_flags
 from sitesync.cli.runs import run_table
-from sitesync.config import Settings, load_settings
+from sitesync.config import Settings
 from sitesync.errors import ConfigError
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
@@ -47,126 +42,46 @@ from sitesync.store import Store, open_store
 
 console = plain_console(stderr=True)
 
+SummaryJsonOption = Annotated[
+    Path | None, typer.Option(help="Also write the final counters to this JSON file.")
+]
 
+
+Seeds = Annotated[
+    list[str] | None, typer.Argument(help="Start URLs; their hosts are the crawl's scope.")
+]
+Resume = Annotated[
+    int | None, typer.Option("--resume", help="Continue this run instead of starting one.")
+]
+MaxPages = Annotated[int | None, typer.Option(min=1, help="Admit at most this many URLs.")]
+MaxDepth = Annotated[int | None, typer.Option(min=0, help="Links deeper than this are skipped.")]
+AllowDomain = Annotated[
+    list[str] | None, typer.Option(help="Also crawl this domain and its subdomains (repeatable).")
+]
+Include = Annotated[
+    list[str] | None, typer.Option(help="Only URLs matching one of these regexes (repeatable).")
+]
+Exclude = Annotated[
+    list[str] | None, typer.Option(help="Skip URLs matching any of these regexes (repeatable).")
+]
+Queue = Annotated[
+    bool, typer.Option("--queue", help="Only create the run, queued for 'sitesync supervise'.")
+]
+
+
+@settings_flags(*CRAWL)
 def crawl_command(
-    seeds: Annotated[
-        list[str] | None, typer.Argument(help="Start URLs; their hosts are the crawl's scope.")
-    ] = None,
-    resume: Annotated[
-        int | None, typer.Option("--resume", help="Continue this run instead of starting one.")
-    ] = None,
-    db: DbOption = None,
-    max_pages: Annotated[
-        int | None, typer.Option(min=1, help="Admit at most this many URLs.")
-    ] = None,
-    max_depth: Annotated[
-        int | None, typer.Option(min=0, help="Links deeper than this are skipped.")
-    ] = None,
-    allow_domain: Annotated[
-        list[str] | None,
-        typer.Option(help="Also crawl this domain and its subdomains (repeatable)."),
-    ] = None,
-    include: Annotated[
-        list[str] | None, typer.Option(help="Only URLs matching one of these regexes (repeatable).")
-    ] = None,
-    exclude: Annotated[
-        list[str] | None, typer.Option(help="Skip URLs matching any of these regexes (repeatable).")
-    ] = None,
-    concurrency: Annotated[
-        int | None, typer.Option(help="Requests in flight at once. [16]")
-    ] = None,
-    per_host_concurrency: Annotated[
-        int | None, typer.Option(help="Requests in flight per host; 0 = no cap. [1]")
-    ] = None,
-    delay: Annotated[
-        float | None, typer.Option(help="Seconds between requests to one host. [1.0]")
-    ] = None,
-    max_retries: Annotated[int | None, typer.Option(help="Attempts per URL. [3]")] = None,
-    retry_backoff: Annotated[
-        float | None, typer.Option(help="First wait before a retry, doubling after. [1.0]")
-    ] = None,
-    lease_seconds: Annotated[
-        float | None,
-        typer.Option(help="Task lease; a crashed worker's tasks return after it. [60]"),
-    ] = None,
-    claim_seconds: Annotated[
-        float | None,
-        typer.Option(help="Claim on a host; a crashed worker's hosts pass on after it. [120]"),
-    ] = None,
-    heartbeat_seconds: Annotated[
-        float | None, typer.Option(help="Lease/claim renewal interval; 0 = derived. [0]")
-    ] = None,
-    max_claims_per_worker: Annotated[
-        int | None, typer.Option(help="Most hosts one worker holds. [even share]")
-    ] = None,
-    domain_stats_flush_interval_pages: Annotated[
-        int | None, typer.Option(help="Pages between per-host counter flushes; 0 = at end. [100]")
-    ] = None,
-    worker_id_header: Annotated[
-        bool | None,
-        typer.Option("--worker-id-header/--no-worker-id-header", help="Send X-Sitesync-Worker."),
-    ] = None,
-    in_flight_limit: Annotated[
-        int | None, typer.Option(help="Tasks held at once; 0 = 2 x concurrency. [0]")
-    ] = None,
-    user_agent: Annotated[
-        str | None, typer.Option(help="User-Agent header. [sitesync/0.1 (+CONTACT)]")
-    ] = None,
-    contact: Annotated[
-        str | None,
-        typer.Option(help="URL or e-mail where site owners reach you; shown in the User-Agent."),
-    ] = None,
-    follow_offsite_seed_redirects: Annotated[
-        bool | None,
-        typer.Option(
-            "--follow-offsite-seed-redirects",
-            help="Follow a seed's redirect to another site (default: record it, do not follow).",
-        ),
-    ] = None,
-    fetcher: Annotated[
-        str | None,
-        typer.Option(
-            help="http, browser (system Chromium; JavaScript sites), or null: a dry run"
-            " (seeds, robots.txt, sitemaps; no page requested)."
-        ),
-    ] = None,
-    robots: Annotated[
-        bool | None, typer.Option("--robots/--no-robots", help="Obey robots.txt. [on]")
-    ] = None,
-    sitemaps: Annotated[
-        bool | None,
-        typer.Option("--sitemaps/--no-sitemaps", help="Admit URLs from the seeds' sitemaps. [on]"),
-    ] = None,
-    adaptive_politeness: Annotated[
-        bool | None,
-        typer.Option(
-            "--adaptive-politeness/--no-adaptive-politeness",
-            help="Slow a host down when it struggles (429/503, timeouts, latency). [on]",
-        ),
-    ] = None,
-    timeout: Annotated[float | None, typer.Option(help="Total seconds per request. [60]")] = None,
-    max_body_bytes: Annotated[int | None, typer.Option(help="Largest body kept. [10 MiB]")] = None,
-    plugins: Annotated[
-        str | None,
-        typer.Option(help="Plugins to run, comma-separated ('' = none). [all; sitesync plugins]"),
-    ] = None,
-    strict_plugins: Annotated[
-        bool | None,
-        typer.Option("--strict-plugins", help="Refuse to crawl if a plugin fails to load."),
-    ] = None,
-    allow_private_networks: AllowPrivateNetworksOption = None,
-    allow_network: AllowNetworkOption = None,
-    processes: Annotated[
-        int | None,
-        typer.Option(min=0, help="Worker processes on this machine; 0 = one per core. [0]"),
-    ] = None,
-    queue: Annotated[
-        bool, typer.Option("--queue", help="Only create the run, queued for 'sitesync supervise'.")
-    ] = False,
+    flags: Flags,
+    seeds: Seeds = None,
+    resume: Resume = None,
+    max_pages: MaxPages = None,
+    max_depth: MaxDepth = None,
+    allow_domain: AllowDomain = None,
+    include: Include = None,
+    exclude: Exclude = None,
+    queue: Queue = False,
     progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
-    summary_json: Annotated[
-        Path | None, typer.Option(help="Also write the final counters to this JSON file.")
-    ] = None,
+    summary_json: SummaryJsonOption = None,
 ) -> None:
     """Crawl seeds (or resume a run) into the store, politely and within scope.
 
@@ -175,34 +90,7 @@ def crawl_command(
     workers (or the next 'sitesync worker' / supervisor), and this exits with 143.
     It crawls with one process per core (--processes): helpers that die with it.
     """
-    settings = load_settings(
-        db=db,
-        concurrency=concurrency,
-        per_host_concurrency=per_host_concurrency,
-        delay=delay,
-        max_retries=max_retries,
-        lease_seconds=lease_seconds,
-        retry_backoff=retry_backoff,
-        in_flight_limit=in_flight_limit,
-        claim_seconds=claim_seconds,
-        heartbeat_seconds=heartbeat_seconds,
-        max_claims_per_worker=max_claims_per_worker,
-        domain_stats_flush_interval_pages=domain_stats_flush_interval_pages,
-        worker_id_header=worker_id_header,
-        user_agent=user_agent,
-        contact=contact,
-        follow_offsite_seed_redirects=follow_offsite_seed_redirects,
-        fetcher=fetcher,
-        respect_robots=robots,
-        sitemaps=sitemaps,
-        adaptive_politeness=adaptive_politeness,
-        total_timeout=timeout,
-        max_body_bytes=max_body_bytes,
-        plugins=plugins,
-        strict_plugins=strict_plugins,
-        processes=processes,
-        **network_overrides(allow_private_networks, allow_network),
-    )
+    settings = from_flags(**flags)
     if not seeds and resume is None:
         raise ConfigError("give at least one seed URL, or --resume RUN_ID")
     if seeds and resume is not None:
@@ -217,15 +105,17 @@ def crawl_command(
         max_pages=max_pages,
     )
     if queue:
-        if resume is not None:
-            raise ConfigError("--queue creates a new run: give seed URLs, not --resume")
-        check_before_run(settings, request)
-        run = asyncio.run(_enqueue(settings, request))
-        plain_console().print(
-            f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it"
-        )
+        _queue(settings, request)
         return
     crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
+
+
+def _queue(settings: Settings, request: CrawlRequest) -> None:
+    if request.resume_run_id is not None:
+        raise ConfigError("--queue creates a new run: give seed URLs, not --resume")
+    check_before_run(settings, request)
+    run = asyncio.run(_enqueue(settings, request))
+    plain_console().print(f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it")
 
 
 async def _enqueue(settings: Settings, request: CrawlRequest) -> Run:
@@ -236,37 +126,15 @@ async def _enqueue(settings: Settings, request: CrawlRequest) -> Run:
         await store.close()
 
 
+@settings_flags(*WORKER)
 def worker_command(
+    flags: Flags,
     run_id: Annotated[
         int | None,
         typer.Option("--run", help="Join this run (default: the oldest running or queued run)."),
     ] = None,
-    db: DbOption = None,
-    concurrency: Annotated[
-        int | None, typer.Option(help="Requests in flight at once. [16]")
-    ] = None,
-    per_host_concurrency: Annotated[
-        int | None, typer.Option(help="Requests in flight per host; 0 = no cap. [1]")
-    ] = None,
-    delay: Annotated[
-        float | None, typer.Option(help="Seconds between requests to one host.")
-    ] = None,
-    lease_seconds: Annotated[float | None, typer.Option(help="Task lease. [60]")] = None,
-    claim_seconds: Annotated[float | None, typer.Option(help="Host claim. [120]")] = None,
-    heartbeat_seconds: Annotated[
-        float | None, typer.Option(help="Lease/claim renewal interval; 0 = derived.")
-    ] = None,
-    timeout: Annotated[float | None, typer.Option(help="Total seconds per request. [60]")] = None,
-    worker_id_header: Annotated[
-        bool | None,
-        typer.Option("--worker-id-header/--no-worker-id-header", help="Send X-Sitesync-Worker."),
-    ] = None,
-    allow_private_networks: AllowPrivateNetworksOption = None,
-    allow_network: AllowNetworkOption = None,
     progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = False,
-    summary_json: Annotated[
-        Path | None, typer.Option(help="Also write the final counters to this JSON file.")
-    ] = None,
+    summary_json: SummaryJsonOption = None,
     db_from_stdin: Annotated[
         bool, typer.Option("--db-from-stdin", hidden=True, help="Read --db from stdin.")
     ] = False,
@@ -293,19 +161,8 @@ def worker_command(
     see docs/operating.md for running one per machine under systemd.
     """
     if db_from_stdin:  # how supervise hands over a DSN: never on a command line
-        db = sys.stdin.readline().strip() or None
-    settings = load_settings(
-        db=db,
-        concurrency=concurrency,
-        per_host_concurrency=per_host_concurrency,
-        delay=delay,
-        lease_seconds=lease_seconds,
-        claim_seconds=claim_seconds,
-        heartbeat_seconds=heartbeat_seconds,
-        total_timeout=timeout,
-        worker_id_header=worker_id_header,
-        **network_overrides(allow_private_networks, allow_network),
-    )
+        flags = {**flags, "db": sys.stdin.readline().strip() or None}
+    settings = from_flags(**flags)
     if serve:
         serve_runs(settings, run_id)
         return

@@ -4,40 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Annotated
 
-import typer
-
-from sitesync.cli._common import DbOption, plain_console
-from sitesync.config import load_settings
+from sitesync.cli._common import plain_console
+from sitesync.cli.options import DASHBOARD, Flags, from_flags, settings_flags
 from sitesync.redact import redact
 
 console = plain_console(stderr=True)
 
 
-def dashboard_command(
-    db: DbOption = None,
-    host: Annotated[
-        str | None,
-        typer.Option(help="Address to listen on; beyond loopback needs --token. [127.0.0.1]"),
-    ] = None,
-    port: Annotated[
-        int | None, typer.Option(help="Port to listen on; 0 = any free. [8750]")
-    ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            help="Access token for the pages, API and /metrics (or SITESYNC_DASHBOARD_TOKEN).",
-            show_default=False,
-        ),
-    ] = None,
-) -> None:
+@settings_flags(*DASHBOARD)
+def dashboard_command(flags: Flags) -> None:
     """Serve a live dashboard of runs (with pause/resume/stop/cancel), a JSON API under
     /api (described at /api/openapi.json) and Prometheus metrics at /metrics.
 
     Ctrl-C stops it; the crawls it shows are not affected.
     """
-    settings = load_settings(db=db, dashboard_host=host, dashboard_port=port, dashboard_token=token)
+    settings = from_flags(**flags)
     # Imported here: the web stack is only loaded by the command that serves it.
     from sitesync.web.server import serve
 

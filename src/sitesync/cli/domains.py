@@ -21,17 +21,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sitesync.cli._common import (
-    AllowNetworkOption,
-    AllowPrivateNetworksOption,
-    DbOption,
-    network_overrides,
-    plain_console,
-    styled,
-    with_store,
-)
+from sitesync.cli._common import plain_console, styled, with_store
 from sitesync.cli.crawl import crawl_and_report
-from sitesync.config import load_settings
+from sitesync.cli.options import NETWORK, DbOption, Flags, from_flags, settings_flags
+from sitesync.config import Settings
 from sitesync.errors import ConfigError, InvalidURL, ScanConflict
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
 from sitesync.models import Domain, DomainScan, Schedule
@@ -163,17 +156,16 @@ def _read_file(path: str) -> str:
 
 
 @domains_app.command("import")
+@settings_flags("db", *NETWORK)
 def import_command(
+    flags: Flags,
     file: Annotated[str, typer.Argument(help="CSV or plain list of domains; '-' = stdin.")],
     scope: Annotated[str, typer.Option("--scope", help="Scope to register them in.")],
-    db: DbOption = None,
-    allow_private_networks: AllowPrivateNetworksOption = None,
-    allow_network: AllowNetworkOption = None,
 ) -> None:
     """Register domains in a scope (new ones active; known ones move to the scope and
     become active again). Bad lines are reported by number and skipped; so are IP literals
     of non-public networks that are not opened (--allow-network, --allow-private-networks)."""
-    settings = load_settings(db=db, **network_overrides(allow_private_networks, allow_network))
+    settings = from_flags(**flags)
     found = read_domain_list(_read_file(file), network_policy(settings))
     for line, problem in found.problems:
         err_console.print(styled(f"line {line}:", "yellow"), problem, soft_wrap=True)
@@ -200,7 +192,7 @@ def list_command(
     db: DbOption = None,
 ) -> None:
     """List registered domains with their scan state."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     domains = with_store(
         settings.db,
         lambda store: store.list_domains(
@@ -221,7 +213,7 @@ def show_command(
     db: DbOption = None,
 ) -> None:
     """One domain: its registry state and every scan of it (pages, errors, assets, status)."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     host = normalize_domain(domain)
 
     async def work(store: Store) -> tuple[Domain | None, list[DomainScan]]:
@@ -286,22 +278,21 @@ def domains_table(domains: list[Domain], latest: dict[str, DomainScan] | None = 
 # -- sitesync scan ------------------------------------------------------------------------
 
 
+@settings_flags("db", *NETWORK)
 def scan_command(
+    flags: Flags,
     scope: Annotated[str, typer.Argument(help="The scope to scan.")],
     now: Annotated[
         bool, typer.Option("--now", help="Also crawl it in this process until it ends.")
     ] = False,
-    db: DbOption = None,
     progress: Annotated[bool, typer.Option(help="With --now: show a live progress bar.")] = True,
-    allow_private_networks: AllowPrivateNetworksOption = None,
-    allow_network: AllowNetworkOption = None,
 ) -> None:
     """Start a scan of a scope's active domains: a queued run that 'sitesync supervise' (or
     'sitesync worker --run ID') crawls, or this process with --now.
 
     A scope has at most one active run: if it has one, this names it and exits with code 3.
     """
-    settings = load_settings(db=db, **network_overrides(allow_private_networks, allow_network))
+    settings = from_flags(**flags)
     try:
         run = with_store(settings.db, lambda store: start_scan(store, scope, settings))
     except ScanConflict as exc:
@@ -330,49 +321,50 @@ def scan_command(
 # -- sitesync schedule --------------------------------------------------------------------
 
 
+@settings_flags("db", "scan_cadence")
 def schedule_command(
+    flags: Flags,
     scope: Annotated[str | None, typer.Argument(help="The scope to scan on a cadence.")] = None,
-    cadence: Annotated[
-        str | None,
-        typer.Option(help="Cron expression, 5 fields, in UTC. [scan_cadence: '0 3 1 * *']"),
-    ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List every schedule.")] = False,
     delete: Annotated[
         bool, typer.Option("--delete", help="Delete SCOPE's schedule (no more scans).")
     ] = False,
-    db: DbOption = None,
 ) -> None:
     """Scan a scope on a cadence (set or replace its schedule), list the schedules, or
     delete one (--delete SCOPE).
 
     'sitesync supervise' starts each scan when it is due.
     """
-    settings = load_settings(db=db)
+    settings = from_flags(**flags)
+    cadence_given = flags["scan_cadence"] is not None
     if delete:
-        if scope is None or cadence is not None or list_:
+        if scope is None or cadence_given or list_:
             raise ConfigError("--delete takes a SCOPE only: sitesync schedule --delete SCOPE")
         if not with_store(settings.db, lambda store: store.delete_schedule(scope)):
             raise ConfigError(f"scope {scope!r} has no schedule: 'sitesync schedule --list'")
         console.print(f"schedule of scope {scope!r} deleted", highlight=False, soft_wrap=True)
-        return
-    if list_ or scope is None:
-        if scope is not None or cadence is not None:
+    elif list_ or scope is None:
+        if scope is not None or cadence_given:
             raise ConfigError("give either --list, or a SCOPE (and optionally --cadence)")
         schedules = with_store(settings.db, lambda store: store.list_schedules())
         if not schedules:
             console.print("no schedules: add one with 'sitesync schedule SCOPE'")
             return
         console.print(schedules_table(schedules))
-        return
-    chosen = cadence if cadence is not None else settings.scan_cadence
+    else:
+        _set_schedule(settings, scope)
+
+
+def _set_schedule(settings: Settings, scope: str) -> None:
+    cadence = settings.scan_cadence
 
     async def work(store: Store) -> tuple[float, int]:
-        next_run_at = await schedule_scan(store, scope, chosen)
+        next_run_at = await schedule_scan(store, scope, cadence)
         return next_run_at, len(await store.list_domains(scope=scope, active=True))
 
     next_run_at, active = with_store(settings.db, work)
     console.print(
-        f"scope {scope!r} is scanned on '{chosen}' (UTC); next scan {format_time(next_run_at)}",
+        f"scope {scope!r} is scanned on '{cadence}' (UTC); next scan {format_time(next_run_at)}",
         highlight=False,
         soft_wrap=True,
     )

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from sitesync.cli._common import DbOption, plain_console, with_store
-from sitesync.config import load_settings
+from sitesync.cli._common import plain_console, with_store
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.export import ExportFormat, export_run
 
 console = plain_console(stderr=True)
@@ -30,6 +30,6 @@ def export_command(
     JSON Lines and CSV are for analysis; WARC (each stored page body as a response record)
     opens in web archivists' tools.
     """
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     count = with_store(settings.db, lambda store: export_run(store, run_id, output, fmt, kind=kind))
     console.print(f"wrote {count} records of run {run_id} to {output} ({fmt.value})")

@@ -13,9 +13,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from sitesync.cli._common import DbOption, plain_console, with_store
+from sitesync.cli._common import plain_console, with_store
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.runs import status_text
-from sitesync.config import load_settings
 from sitesync.models import Run, RunStatus
 from sitesync.store import Store
 
@@ -25,7 +25,7 @@ RunId = Annotated[int, typer.Argument(help="The run.")]
 
 
 def _move(db: str | None, run_id: int, target: RunStatus, reason: str) -> Run:
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
 
     async def move(store: Store) -> Run:
         return await store.transition_run(run_id, target, reason=reason)
@@ -43,7 +43,7 @@ def pause_command(run_id: RunId, db: DbOption = None) -> None:
 def resume_command(run_id: RunId, db: DbOption = None) -> None:
     """Resume a paused run (its waiting workers carry on), or hand a stopped or failed
     run back to the supervisor (queued)."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
 
     async def target(store: Store) -> RunStatus:
         run = await store.get_run(run_id)

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sitesync.cli._common import DbOption, plain_console, with_store
-from sitesync.config import load_settings
+from sitesync.cli._common import plain_console, with_store
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.errors import ConfigError
 from sitesync.models import Claim, Run, RunStatus
 from sitesync.store import Store
@@ -52,7 +52,7 @@ def release_claims(
         raise ConfigError("give --worker-id or --all-active, not both")
     if force and not (worker_id or all_active):
         raise ConfigError("--force needs --worker-id ID or --all-active")
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     expired_only = not force
 
     async def preview(store: Store) -> list[Claim]:
@@ -112,34 +112,17 @@ def cleanup_stale(
     """Mark running runs with no activity for --older-than-minutes as failed (with the
     reason). Paused and queued runs are left alone unless asked; runs with recent activity
     are never touched."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     idle = older_than_minutes * 60
-    statuses = _STALE_BY_DEFAULT | {
-        status
-        for status, asked in (
-            (RunStatus.PAUSED, include_paused),
-            (RunStatus.QUEUED, include_queued),
-        )
-        if asked
-    }
+    asked = {RunStatus.PAUSED: include_paused, RunStatus.QUEUED: include_queued}
+    statuses = _STALE_BY_DEFAULT | {status for status, wanted in asked.items() if wanted}
 
     async def find(store: Store) -> list[Run]:
         inactive = await store.find_inactive_runs(idle_seconds=idle)
         return [run for run in inactive if run.status in statuses]
 
     runs = with_store(settings.db, find)
-    table = Table(title=f"{len(runs)} runs idle for more than {older_than_minutes:g} minutes")
-    for column in ("run", "status", "last activity", "pending"):
-        table.add_column(column)
-    for run in runs:
-        last = max(run.last_activity_at or 0, run.heartbeat_at or 0, run.created_at)
-        table.add_row(
-            str(run.id),
-            run.status.value,
-            time.strftime("%Y-%m-%d %H:%M", time.localtime(last)),
-            str(run.counters.pending + run.counters.assigned),
-        )
-    console.print(table)
+    console.print(_stale_table(runs, older_than_minutes))
     if dry_run or not runs:
         return
     if not yes and not typer.confirm(f"Mark {len(runs)} runs failed?", default=False):
@@ -157,3 +140,18 @@ def cleanup_stale(
         return done
 
     console.print(f"marked {with_store(settings.db, fail)} runs failed")
+
+
+def _stale_table(runs: list[Run], older_than_minutes: float) -> Table:
+    table = Table(title=f"{len(runs)} runs idle for more than {older_than_minutes:g} minutes")
+    for column in ("run", "status", "last activity", "pending"):
+        table.add_column(column)
+    for run in runs:
+        last = max(run.last_activity_at or 0, run.heartbeat_at or 0, run.created_at)
+        table.add_row(
+            str(run.id),
+            run.status.value,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(last)),
+            str(run.counters.pending + run.counters.assigned),
+        )
+    return table

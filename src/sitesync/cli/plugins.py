@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from sitesync.cli._common import plain_console, styled
-from sitesync.config import load_settings
+from sitesync.cli.options import from_flags
 from sitesync.plugins.loader import PluginStatus, discover
 
 console = plain_console()
@@ -23,7 +23,7 @@ def plugins_command() -> None:
     Loaded plugins run in crawls; skipped ones failed to load (the table says why);
     disabled ones are left out by the 'plugins' setting (SITESYNC_PLUGINS).
     """
-    settings = load_settings()
+    settings = from_flags()
     found = discover(settings.plugins, log_skips=False)
     table = Table(title="plugins (entry-point group sitesync.plugins)")
     for column in ("name", "status", "from", "entry point", "detail"):

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sitesync.cli._common import DbOption, format_bytes, plain_console, with_store
-from sitesync.config import load_settings
+from sitesync.cli._common import format_bytes, plain_console, with_store
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.errors import InvalidURL
 from sitesync.models import HostAssets, RecordChange, RecordVersion, RunDiff
 from sitesync.plugins.base import record_key
@@ -31,7 +31,7 @@ def history_command(
     For each version: the run that first saw it, its hash, size, and how similar it is to
     the version before (a sudden low score is a page that changed a lot).
     """
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     key = _as_key(key)
     versions = with_store(settings.db, lambda store: store.record_history(key))
     if not versions:
@@ -62,7 +62,7 @@ def diff_command(
     limit: Annotated[int, typer.Option(help="Rows of each kind of change in the table.")] = 50,
 ) -> None:
     """List records added, removed and changed between two runs of the same site or scope."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
 
     async def load(store: Store) -> RunDiff:
         await store.get_run(run_a)
@@ -86,7 +86,7 @@ def records_command(
     db: DbOption = None,
 ) -> None:
     """Show what the plugins recorded in one run: records per kind, assets per host."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
 
     async def load(store: Store) -> tuple[list[RecordVersion], list[HostAssets]]:
         await store.get_run(run_id)

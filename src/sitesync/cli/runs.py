@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from sitesync.cli._common import (
-    DbOption,
     format_bytes,
     format_duration,
     plain_console,
@@ -18,7 +17,7 @@ from sitesync.cli._common import (
     visible,
     with_store,
 )
-from sitesync.config import load_settings
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.models import Run, RunStatus, TaskState
 from sitesync.redact import redact
 from sitesync.store import Store
@@ -52,7 +51,7 @@ def runs_command(
     """List runs with their status and progress."""
     if ctx.invoked_subcommand is not None:
         return
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     runs = with_store(settings.db, lambda store: store.list_runs(limit=limit))
     table = Table(title=f"runs in {redact(settings.db)}")
     for column in ("run", "status", "seeds", "done", "pending", "failed", "fetched", "duration"):
@@ -81,7 +80,7 @@ def show_command(
     errors: Annotated[int, typer.Option(help="How many failed URLs to list.")] = 10,
 ) -> None:
     """Show one run: status, counters, settings and its failed URLs."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
 
     async def load(
         store: Store,
@@ -198,7 +197,7 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None) -> None:
     """Create the database or apply pending schema migrations."""
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
 
     async def noop(store: Store) -> None:
         return None

@@ -7,9 +7,9 @@ import time
 from rich.table import Table
 from rich.text import Text
 
-from sitesync.cli._common import DbOption, plain_console, styled, with_store
+from sitesync.cli._common import plain_console, styled, with_store
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.runs import status_text
-from sitesync.config import load_settings
 from sitesync.readmodel.idle import ago
 from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.readmodel.schema import StatusOverview
@@ -25,7 +25,7 @@ def status_command(db: DbOption = None) -> None:
     The same overview as the dashboard's /api/status; pending work comes from the runs'
     counters, so this is instant on runs of any size.
     """
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     options = OverviewOptions.from_settings(settings)
 
     async def load(store: Store) -> StatusOverview:

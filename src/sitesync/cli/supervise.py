@@ -12,15 +12,11 @@ from typing import Annotated
 
 import typer
 
-from sitesync.cli._common import (
-    AllowNetworkOption,
-    AllowPrivateNetworksOption,
-    DbOption,
-    network_overrides,
-    plain_console,
-)
-from sitesync.config import Settings, load_settings
+from sitesync.cli._common import plain_console
+from sitesync.cli.options import SUPERVISE, Flags, from_flags, settings_flags
+from sitesync.config import Settings
 from sitesync.redact import redact
+from sitesync.runs.scans import start_due_scans
 from sitesync.runs.supervisor import ScanStarter, Supervisor, SupervisorOptions
 from sitesync.store import Store, open_store
 
@@ -28,22 +24,9 @@ console = plain_console(stderr=True)
 log = logging.getLogger(__name__)
 
 
+@settings_flags(*SUPERVISE)
 def supervise_command(
-    db: DbOption = None,
-    workers_per_run: Annotated[
-        int | None, typer.Option(help="Workers started per run. [1]")
-    ] = None,
-    max_workers: Annotated[
-        int | None, typer.Option(help="Worker processes at once, over all runs. [4]")
-    ] = None,
-    heartbeat: Annotated[float | None, typer.Option(help="Run heartbeat seconds. [10]")] = None,
-    watchdog: Annotated[float | None, typer.Option(help="Watchdog interval seconds. [60]")] = None,
-    stale_after: Annotated[
-        float | None, typer.Option(help="No heartbeat for this long = crashed. [120]")
-    ] = None,
-    max_crash_retries: Annotated[
-        int | None, typer.Option(help="Re-queues of a crashed run before failing it. [3]")
-    ] = None,
+    flags: Flags,
     once: Annotated[
         bool,
         typer.Option(
@@ -51,25 +34,13 @@ def supervise_command(
             "for the workers it started to finish."
         ),
     ] = False,
-    allow_private_networks: AllowPrivateNetworksOption = None,
-    allow_network: AllowNetworkOption = None,
 ) -> None:
     """Start workers for queued runs (and scheduled scans), heartbeat them, and recover
     runs whose heartbeat stopped. Several supervisors may share one store.
 
     SIGTERM or Ctrl-C makes its workers leave: their runs go back to the queue, and a
     paused run stays paused."""
-    settings = load_settings(
-        db=db,
-        workers_per_run=workers_per_run,
-        max_worker_processes=max_workers,
-        supervisor_heartbeat_seconds=heartbeat,
-        watchdog_seconds=watchdog,
-        stale_run_seconds=stale_after,
-        max_crash_retries=max_crash_retries,
-        **network_overrides(allow_private_networks, allow_network),
-    )
-    asyncio.run(_supervise(settings, once=once))
+    asyncio.run(_supervise(from_flags(**flags), once=once))
 
 
 async def _supervise(settings: Settings, *, once: bool) -> None:
@@ -108,8 +79,6 @@ def _network_env(settings: Settings) -> dict[str, str]:
 
 
 def _scan_starter(settings: Settings) -> ScanStarter:
-    from sitesync.runs.scans import start_due_scans
-
     async def start(store: Store) -> object:
         return await start_due_scans(store, settings)
 

@@ -9,13 +9,12 @@ from typing import Annotated, Any
 import typer
 
 from sitesync.cli._common import (
-    DbOption,
     format_bytes,
     format_duration,
     plain_console,
     with_store,
 )
-from sitesync.config import load_settings
+from sitesync.cli.options import DbOption, from_flags
 from sitesync.why import explain_url
 
 console = plain_console()
@@ -36,7 +35,7 @@ def why_command(
     attempt; the final outcome; the records and versions its page produced. For a URL
     never admitted: why (out of scope, excluded, too deep, over max_pages, never linked).
     """
-    settings = load_settings(db=db)
+    settings = from_flags(db=db)
     story = with_store(
         settings.db,
         lambda store: explain_url(

@@ -58,13 +58,13 @@ class Scope:
         if host in self.seed_hosts:
             rule = f"host {host} is a seed host"
         elif self._domain_allowed(host):
-            rule = f"host {host} is under --allowed-domains"
+            rule = f"host {host} is under --allow-domain"
         else:
             hosts = ", ".join(sorted(self.seed_hosts))
             return False, f"out of scope: host {host} is not a seed host ({hosts}) " + (
-                "nor under --allowed-domains " + ", ".join(self.allowed_domains)
+                "nor under --allow-domain " + ", ".join(self.allowed_domains)
                 if self.allowed_domains
-                else "and no --allowed-domains is set"
+                else "and no --allow-domain is set"
             )
         if self.include:
             matched = next((p.pattern for p in self.include if p.search(url)), None)

@@ -1,0 +1,188 @@
+"""The flags that set a setting, declared once for every command that takes them.
+
+Each flag is one row of :data:`FLAGS`: its names and a short help. Its default is never
+written here: a flag left out is None, so the environment, ``sitesync.toml`` or the
+:class:`~sitesync.config.Settings` default decides, and ``--help`` shows that default as
+Settings holds it. A command takes flags with :func:`settings_flags`, which adds one option
+per named setting and hands the given values over as one mapping (setting name -> value).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, get_type_hints
+
+import typer
+from rich.markup import escape
+
+from sitesync.config import Settings, load_settings
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    setting: str
+    decls: tuple[str, ...]  # typer's option declarations: "--robots/--no-robots"
+    kind: type  # what the flag takes: int, float, str, bool (a switch) or list (repeatable)
+    help: str
+    unset: str = ""  # what the default means when Settings' default is None or empty
+
+    @property
+    def name(self) -> str:
+        """The flag as a user types it (the first declaration, on side of a switch)."""
+        return self.decls[0].split("/")[0]
+
+    def option(self) -> Any:
+        """The ``Annotated`` type of this flag's parameter."""
+        shown = shown_default(self.setting, self.unset)
+        info = typer.Option(
+            *self.decls,
+            # Escaped: typer reads help as rich markup, where [default: x] would be a tag.
+            help=f"{self.help} {escape(f'[default: {shown}]')}" if shown else self.help,
+            show_default=False,
+            metavar="CIDR" if self.kind is list else None,
+        )
+        kind: Any = list[str] if self.kind is list else self.kind
+        return Annotated[kind | None, info]
+
+
+def shown_default(setting: str, unset: str = "") -> str:
+    """A setting's default as ``--help`` shows it: the value Settings holds."""
+    default = Settings.model_fields[setting].default
+    if default is None or default in ("", [], ()):
+        return unset
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, tuple):
+        return ",".join(str(part) for part in default)
+    return str(default)
+
+
+FLAGS: dict[str, Flag] = {
+    flag.setting: flag
+    for flag in (
+        Flag("db", ("--db",), str,
+             "Store: a SQLite file path, or a PostgreSQL URL (postgresql://user@host/db)."),
+        Flag("concurrency", ("--concurrency",), int, "Requests in flight at once."),
+        Flag("per_host_concurrency", ("--per-host-concurrency",), int,
+             "Requests in flight per host; 0 = no cap."),
+        Flag("delay", ("--delay",), float, "Seconds between requests to one host."),
+        Flag("max_retries", ("--max-retries",), int, "Attempts per URL."),
+        Flag("retry_backoff", ("--retry-backoff",), float,
+             "First wait before a retry, doubling after."),
+        Flag("lease_seconds", ("--lease-seconds",), float,
+             "Task lease; a crashed worker's tasks return after it."),
+        Flag("claim_seconds", ("--claim-seconds",), float,
+             "Claim on a host; a crashed worker's hosts pass on after it."),
+        Flag("heartbeat_seconds", ("--heartbeat-seconds",), float,
+             "Lease/claim renewal interval; 0 = derived from the two."),
+        Flag("max_claims_per_worker", ("--max-claims-per-worker",), int,
+             "Most hosts one worker holds.", unset="an even share of the hosts"),
+        Flag("domain_stats_flush_interval_pages", ("--domain-stats-flush-interval-pages",), int,
+             "Pages between per-host counter flushes; 0 = at the end."),
+        Flag("worker_id_header", ("--worker-id-header/--no-worker-id-header",), bool,
+             "Send X-Sitesync-Worker with every request."),
+        Flag("in_flight_limit", ("--in-flight-limit",), int,
+             "Tasks held at once; 0 = 2 x concurrency."),
+        Flag("user_agent", ("--user-agent",), str, "User-Agent header.",
+             unset="sitesync/0.1 (+CONTACT)"),
+        Flag("contact", ("--contact",), str,
+             "URL or e-mail where site owners reach you; shown in the User-Agent."),
+        Flag("follow_offsite_seed_redirects", ("--follow-offsite-seed-redirects",), bool,
+             "Follow a seed's redirect to another site (otherwise: record it, do not follow)."),
+        Flag("fetcher", ("--fetcher",), str,
+             "http, browser (system Chromium; JavaScript sites), or null: a dry run"
+             " (seeds, robots.txt, sitemaps; no page requested)."),
+        Flag("respect_robots", ("--robots/--no-robots",), bool, "Obey robots.txt."),
+        Flag("sitemaps", ("--sitemaps/--no-sitemaps",), bool,
+             "Admit URLs from the seeds' sitemaps."),
+        Flag("adaptive_politeness", ("--adaptive-politeness/--no-adaptive-politeness",), bool,
+             "Slow a host down when it struggles (429/503, timeouts, latency)."),
+        Flag("total_timeout", ("--timeout",), float, "Total seconds per request."),
+        Flag("max_body_bytes", ("--max-body-bytes",), int, "Largest body kept, in bytes."),
+        Flag("processes", ("--processes",), int,
+             "Worker processes on this machine; 0 = one per core."),
+        Flag("plugins", ("--plugins",), str,
+             "Plugins to run, comma-separated ('' = none; 'sitesync plugins' lists them).",
+             unset="all found"),
+        Flag("strict_plugins", ("--strict-plugins",), bool,
+             "Refuse to crawl if a plugin fails to load."),
+        Flag("allow_private_networks", ("--allow-private-networks",), bool,
+             "Let requests reach loopback, private and other non-public addresses."),
+        Flag("allowed_networks", ("--allow-network",), list,
+             "Let requests reach this non-public network, e.g. 10.1.0.0/16 (repeatable).",
+             unset="none"),
+        Flag("workers_per_run", ("--workers-per-run",), int, "Workers started per run."),
+        Flag("max_worker_processes", ("--max-workers",), int,
+             "Worker processes at once, over all runs."),
+        Flag("supervisor_heartbeat_seconds", ("--heartbeat",), float, "Run heartbeat seconds."),
+        Flag("watchdog_seconds", ("--watchdog",), float, "Watchdog interval seconds."),
+        Flag("stale_run_seconds", ("--stale-after",), float,
+             "No heartbeat for this long = crashed."),
+        Flag("max_crash_retries", ("--max-crash-retries",), int,
+             "Re-queues of a crashed run before failing it."),
+        Flag("scan_cadence", ("--cadence",), str, "Cron expression, 5 fields, in UTC."),
+        Flag("dashboard_host", ("--host",), str,
+             "Address to listen on; beyond loopback needs --token."),
+        Flag("dashboard_port", ("--port",), int, "Port to listen on; 0 = any free."),
+        Flag("dashboard_token", ("--token",), str,
+             "Access token for the pages, API and /metrics.", unset="none: loopback only"),
+    )
+}  # fmt: skip
+
+#: Which flags each command takes, by setting; the commands share them through these.
+NETWORK = ("allow_private_networks", "allowed_networks")
+WORKER = ("db", "concurrency", "per_host_concurrency", "delay", "lease_seconds", "claim_seconds",
+          "heartbeat_seconds", "total_timeout", "worker_id_header", *NETWORK)  # fmt: skip
+CRAWL = (*WORKER, "max_retries", "retry_backoff", "max_claims_per_worker",
+         "domain_stats_flush_interval_pages", "in_flight_limit", "user_agent", "contact",
+         "follow_offsite_seed_redirects", "fetcher", "respect_robots", "sitemaps",
+         "adaptive_politeness", "max_body_bytes", "plugins", "strict_plugins",
+         "processes")  # fmt: skip
+SUPERVISE = ("db", "workers_per_run", "max_worker_processes", "supervisor_heartbeat_seconds",
+             "watchdog_seconds", "stale_run_seconds", "max_crash_retries", *NETWORK)  # fmt: skip
+DASHBOARD = ("db", "dashboard_host", "dashboard_port", "dashboard_token")
+
+DbOption = FLAGS["db"].option()
+
+
+def from_flags(**flags: Any) -> Settings:
+    """Settings with these flags on top (None: not given); an error names the flag."""
+    given = {name: value for name, value in flags.items() if value not in (None, [])}
+    names = {name: FLAGS[name].name for name in given if name in FLAGS}
+    return load_settings(flag_names=names, **given)
+
+
+def settings_flags(*settings: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command one option per setting named, after its own parameters; their values
+    reach it as ``flags``, a mapping to pass to :func:`from_flags`."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = inspect.signature(command)
+        hints = get_type_hints(command, include_extras=True)
+        params = [
+            param.replace(annotation=hints[param.name])
+            for param in own.parameters.values()
+            if param.name != "flags"
+        ]
+        params += [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation=FLAGS[name].option())
+            for name in settings
+        ]  # fmt: skip
+
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            flags = {name: values.pop(name) for name in settings}
+            command(flags=flags, **values)
+
+        run.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {param.name: param.annotation for param in params}
+        return run
+
+    return decorate
+
+
+Flags = Mapping[str, Any]
