@@ -74,7 +74,14 @@ def test_every_flag_the_sources_name_exists() -> None:
 )
 def test_every_flag_the_docs_name_exists(doc: Path) -> None:
     named = set(FLAG.findall(doc.read_text(encoding="utf-8")))
-    assert named - _cli_flags() - FOREIGN_FLAGS == set()
+    assert named - _cli_flags() - _benchmark_flags() - FOREIGN_FLAGS == set()
+
+
+def _benchmark_flags() -> set[str]:
+    """The flags of the benchmark scripts (argparse), which the docs name too."""
+    declared = re.compile(r"add_argument\(\s*\"(--[a-z][a-z0-9-]*)\"")
+    scripts = (ROOT / "benchmarks").glob("*.py")
+    return {flag for path in scripts for flag in declared.findall(path.read_text())}
 
 
 def _help(*command: str) -> str:
