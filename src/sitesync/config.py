@@ -399,6 +399,12 @@ class Settings(BaseSettings):
         }
 
 
+def setting_default(name: str) -> Any:
+    """The default of setting ``name``: the option objects of the parts below the CLI (worker,
+    fetcher, supervisor) take theirs from here, so each default is written once."""
+    return Settings.model_fields[name].default
+
+
 def derived_heartbeat(
     heartbeat_seconds: float, lease_seconds: float, claim_seconds: float
 ) -> float:

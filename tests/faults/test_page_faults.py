@@ -396,7 +396,7 @@ async def test_a_report_the_store_refuses_fails_its_task_alone(store: Store) -> 
         run = await store.transition_run(run.id, RunStatus.RUNNING)
         # One report batch a second: the poisoned report shares its batch with good ones.
         options = WorkerOptions(
-            per_host_delay=0, per_host_concurrency=0, respect_robots=False, sitemaps=False,
+            delay=0, per_host_concurrency=0, respect_robots=False, sitemaps=False,
             report_interval=1.0, claim_seconds=30, claim_safety=5,
         )  # fmt: skip
         async with HttpFetcher(network=OPEN_LOOPBACK, limits=FetchLimits(total_timeout=5)) as f:
@@ -447,7 +447,7 @@ async def test_an_unavailable_store_fails_no_task_it_could_not_store(store: Stor
         run = await store.create_run(RunConfig(seeds=(site.url + "/",)))
         run = await store.transition_run(run.id, RunStatus.RUNNING)
         options = WorkerOptions(
-            per_host_delay=0, per_host_concurrency=0, respect_robots=False, sitemaps=False,
+            delay=0, per_host_concurrency=0, respect_robots=False, sitemaps=False,
             claim_seconds=30, claim_safety=5,
         )  # fmt: skip
         down = StoreDownForReports(store)

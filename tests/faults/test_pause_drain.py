@@ -25,7 +25,7 @@ async def test_a_pause_does_not_wait_for_leases_waiting_for_their_hosts_turn(
         run = await store.create_run(RunConfig(seeds=tuple(site.root_urls)))
         run = await store.transition_run(run.id, RunStatus.RUNNING)
         options = WorkerOptions(
-            concurrency=2, per_host_delay=HOST_DELAY, respect_robots=False, sitemaps=False,
+            concurrency=2, delay=HOST_DELAY, respect_robots=False, sitemaps=False,
             status_poll=0.1, claim_seconds=60, claim_safety=5,
             drain_timeout=HOST_DELAY * 2,  # never what ends the wait below
         )  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Protocol
 
 # Defined with the models, so that a task's outcome keeps its type from the fetcher to the
 # store and back; every fetcher names it from here.
+from sitesync.config import setting_default
 from sitesync.models import FetchOutcome
 
 __all__ = [
@@ -31,11 +32,11 @@ __all__ = [
 class FetchLimits:
     """Hard limits: a misbehaving server ends in an outcome within these, never a hang."""
 
-    connect_timeout: float = 10.0
-    read_timeout: float = 20.0  # longest silence between two reads
-    total_timeout: float = 60.0  # the whole request, body included
-    max_body_bytes: int = 10 * 1024 * 1024
-    max_redirects: int = 10
+    connect_timeout: float = setting_default("connect_timeout")
+    read_timeout: float = setting_default("read_timeout")  # longest silence between reads
+    total_timeout: float = setting_default("total_timeout")  # the whole request, body too
+    max_body_bytes: int = setting_default("max_body_bytes")
+    max_redirects: int = setting_default("max_redirects")
 
 
 @dataclass(frozen=True, slots=True)

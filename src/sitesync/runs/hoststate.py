@@ -31,7 +31,7 @@ class HostStateSync:
         self.run_id = run_id
         self.limiter = HostLimiter(
             concurrency=options.per_host_concurrency,
-            delay=options.per_host_delay,
+            delay=options.delay,
             max_delay=options.max_crawl_delay,
             adaptive=options.adaptive,
         )

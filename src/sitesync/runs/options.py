@@ -1,50 +1,52 @@
-"""A worker's tunables, in one value object shared by its parts."""
+"""A worker's tunables, in one value object shared by its parts; their defaults are the
+settings' (:func:`~sitesync.config.setting_default`), named as the settings are."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sitesync.config import derived_heartbeat, setting_default
 from sitesync.fetch.adaptive import PaceSettings
 from sitesync.frontier.retry import RetryPolicy
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
-    concurrency: int = 16
-    per_host_concurrency: int = 1  # 0 = no per-host cap
-    per_host_delay: float = 1.0  # seconds between request starts on one host
-    # Adaptive politeness (its delay and concurrency come from the two above).
+    concurrency: int = setting_default("concurrency")
+    per_host_concurrency: int = setting_default("per_host_concurrency")  # 0 = no cap
+    delay: float = setting_default("delay")  # seconds between request starts on one host
+    # Adaptive politeness (its delay and concurrency come from the two above). Off unless
+    # asked: Settings turn it on for crawls; a bare worker (tests, embedding) keeps a fixed pace.
     adaptive: PaceSettings = field(default_factory=lambda: PaceSettings(enabled=False))
-    lease_seconds: float = 60.0
-    in_flight_limit: int = 0  # 0 = twice the concurrency
+    lease_seconds: float = setting_default("lease_seconds")
+    in_flight_limit: int = setting_default("in_flight_limit")  # 0 = twice the concurrency
     report_batch: int = 256
     report_interval: float = 0.05
     poll_interval: float = 0.5
-    status_poll: float = 0.5  # seconds between reads of the run's status (pause, stop)
+    status_poll: float = setting_default("status_poll_seconds")  # reads of the run's status
     drain_timeout: float = 10.0  # run left "running" elsewhere: let in-flight fetches finish
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    respect_robots: bool = True
-    robots_recheck_seconds: float = 300.0
-    dead_host_attempts: int = 3  # 0 = never end a host's tasks early
-    dead_host_recheck: tuple[float, ...] = (5.0, 15.0, 30.0)
-    sitemaps: bool = True
-    follow_offsite_seed_redirects: bool = False
-    sitemap_max_bytes: int = 50 * 1024 * 1024
-    max_crawl_delay: float = 60.0
-    max_retry_after: float = 3600.0
-    heartbeat_seconds: float = 0.0  # 0 = a third of the shorter of lease and claim
-    claim_seconds: float = 120.0
-    claim_safety: float = 65.0  # a fetch starts only while its host's claim has this left
-    max_claims: int | None = None
-    stats_flush_interval: int = 100  # pages between per-host counter flushes; 0 = at end
-    max_links_per_page: int | None = 5000  # links admitted per page; None = all
-    max_parse_bytes: int | None = 4 * 1024 * 1024  # HTML parsed per page; None = all
+    respect_robots: bool = setting_default("respect_robots")
+    robots_recheck_seconds: float = setting_default("robots_recheck_seconds")
+    dead_host_attempts: int = setting_default("dead_host_attempts")  # 0 = never
+    dead_host_recheck: tuple[float, ...] = setting_default("dead_host_recheck_seconds")
+    sitemaps: bool = setting_default("sitemaps")
+    follow_offsite_seed_redirects: bool = setting_default("follow_offsite_seed_redirects")
+    sitemap_max_bytes: int = setting_default("max_body_bytes")
+    max_crawl_delay: float = setting_default("max_crawl_delay")
+    max_retry_after: float = setting_default("max_retry_after")
+    heartbeat_seconds: float = setting_default("heartbeat_seconds")  # 0 = derived
+    claim_seconds: float = setting_default("claim_seconds")
+    # A fetch starts only while its host's claim has this left: a whole request and a second.
+    claim_safety: float = setting_default("total_timeout") + 1
+    max_claims_per_worker: int | None = setting_default("max_claims_per_worker")
+    stats_flush_interval: int = setting_default("domain_stats_flush_interval_pages")
+    max_links_per_page: int | None = setting_default("max_links_per_page")  # None = all
+    max_parse_bytes: int | None = setting_default("max_parse_bytes")  # None = all
 
     @property
     def heartbeat(self) -> float:
-        if self.heartbeat_seconds > 0:
-            return self.heartbeat_seconds
-        return max(0.05, min(10.0, self.lease_seconds / 3, self.claim_seconds / 3))
+        return derived_heartbeat(self.heartbeat_seconds, self.lease_seconds, self.claim_seconds)
 
     @property
     def held_limit(self) -> int:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from sitesync.config import setting_default
 from sitesync.errors import IllegalTransition
 from sitesync.models import RunStatus
 from sitesync.runs.processes import spawn_sitesync
@@ -40,12 +41,12 @@ ScanStarter = Callable[[Store], Awaitable[object]]
 
 @dataclass(frozen=True, slots=True)
 class SupervisorOptions:
-    workers_per_run: int = 1
-    max_workers: int = 4  # worker processes this supervisor runs at once, over all runs
-    heartbeat: float = 10.0
-    watchdog: float = 60.0
-    stale_after: float = 120.0
-    max_crash_retries: int = 3
+    workers_per_run: int = setting_default("workers_per_run")
+    max_workers: int = setting_default("max_worker_processes")  # at once, over all runs
+    heartbeat: float = setting_default("supervisor_heartbeat_seconds")
+    watchdog: float = setting_default("watchdog_seconds")
+    stale_after: float = setting_default("stale_run_seconds")
+    max_crash_retries: int = setting_default("max_crash_retries")
     worker_env: dict[str, str] = field(default_factory=dict)  # SITESYNC_* for workers
 
 

@@ -37,7 +37,7 @@ def worker_options(settings: Settings) -> WorkerOptions:
     return WorkerOptions(
         concurrency=settings.concurrency,
         per_host_concurrency=settings.per_host_concurrency,
-        per_host_delay=settings.delay,
+        delay=settings.delay,
         adaptive=PaceSettings(
             enabled=settings.adaptive_politeness,
             max_delay=settings.adaptive_max_delay,
@@ -59,7 +59,7 @@ def worker_options(settings: Settings) -> WorkerOptions:
         status_poll=settings.status_poll_seconds,
         claim_seconds=settings.claim_seconds,
         claim_safety=settings.total_timeout + 1,
-        max_claims=settings.max_claims_per_worker,
+        max_claims_per_worker=settings.max_claims_per_worker,
         stats_flush_interval=settings.domain_stats_flush_interval_pages,
         max_links_per_page=settings.max_links_per_page,
         max_parse_bytes=settings.max_parse_bytes,

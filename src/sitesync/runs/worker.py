@@ -126,7 +126,7 @@ class CrawlWorker:
             claim_seconds=self.options.claim_seconds,
             worker_ttl=self.options.claim_seconds,
             safety=self.options.claim_safety,
-            max_hosts=self.options.max_claims,
+            max_hosts=self.options.max_claims_per_worker,
             on_new_host=self._hosts.load,
             before_letting_go=self._hosts.save_next_starts,
         )
