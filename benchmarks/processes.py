@@ -9,7 +9,7 @@ time come from the kernel (``run.py``'s ``run_measured``, which counts a crawl's
 processes too). Every sitesync crawl writes to a fresh store and must fetch every page.
 
     python benchmarks/processes.py [--hosts 20 --pages-per-host 1000 --concurrency 64]
-                                   [--processes 1,2] [--json OUT]
+                                   [--processes 1,2] [--db postgresql://...] [--json OUT]
 
 Needs nginx on PATH (``apt-get install nginx``).
 """
@@ -17,6 +17,8 @@ Needs nginx on PATH (``apt-get install nginx``).
 from __future__ import annotations
 
 import argparse
+import compileall
+import contextlib
 import json
 import os
 import shutil
@@ -25,10 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from run import HERE, child_env, run_measured
+import psycopg
+from psycopg import sql
+from run import HERE, REPO, child_env, run_measured
 
 from sitesync.testing import SiteSpec
 from sitesync.testing.pages import Pages
@@ -132,12 +137,30 @@ def measured(tool: str, pages: int, m: Any) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def fresh_store(base: str | None, workdir: Path, processes: int) -> Iterator[str]:
+    """A new SQLite file, or a new schema of the PostgreSQL database ``base``."""
+    if base is None:
+        yield str(workdir / f"sitesync-{processes}.db")
+        return
+    name = f"bench_processes_{os.getpid()}_{processes}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    try:
+        separator = "&" if "?" in base else "?"
+        yield f"{base}{separator}options=-csearch_path%3D{name}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages-per-host", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--processes", default="1,2", help="comma-separated counts to measure")
+    parser.add_argument("--db", help="a PostgreSQL database (a schema per crawl); default SQLite")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     return parser.parse_args()
 
@@ -145,6 +168,9 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     os.environ.update(child_env())
+    # Every process of a crawl imports sitesync: with PYTHONDONTWRITEBYTECODE (as on CI) each
+    # would compile it again, seconds of CPU per helper that have nothing to do with crawling.
+    compileall.compile_dir(REPO / "src", quiet=1)
     spec = SiteSpec(hosts=args.hosts, pages_per_host=args.pages_per_host)
     port = free_port()
     roots = [f"http://{spec.ip(h)}:{port}/" for h in range(spec.hosts)]
@@ -161,8 +187,8 @@ def main() -> int:
         try:
             results.append(bare(spec, port, args.concurrency, work))
             for count in (int(n) for n in args.processes.split(",")):
-                db = str(work / f"sitesync-{count}.db")  # a fresh SQLite store per crawl
-                results.append(sitesync(roots, count, db, args.concurrency, work))
+                with fresh_store(args.db, work, count) as db:
+                    results.append(sitesync(roots, count, db, args.concurrency, work))
         finally:
             nginx.terminate()
             nginx.wait(10)
