@@ -12,8 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from sitesync.errors import ConfigError, StoreError
+from sitesync.models import RunConfig, RunCounters
 from sitesync.store import open_store
 from sitesync.store._sql import load_migrations
 from sitesync.store.postgres.store import PostgresStore
@@ -77,6 +79,57 @@ async def test_migrations_produce_schema_sql(postgres_dsn: str) -> None:
         assert {row[0] for row in want["columns"]} >= {"runs", "tasks"}
         assert len(want["indexes"]) >= 5  # primary keys, dedup key, partial indexes
         assert got == want
+
+
+OLD_RUN = """
+INSERT INTO runs (status, config, created_at, tasks_total, pending, assigned, completed, failed,
+                  pages_fetched, bytes_fetched, retries, seeded_at)
+VALUES ('running', %(config)s, 1, 4, 2, 1, 1, 0, 3, 3000, 2, 1)
+RETURNING id
+"""
+OLD_TASK = """
+INSERT INTO tasks (run_id, url, host, state, depth, discovered_at, updated_at)
+VALUES (%(run_id)s, %(url)s, %(host)s, %(state)s, 0, 1, 1)
+"""
+
+
+async def test_upgrading_to_host_counters_keeps_every_counter_of_a_run(postgres_dsn: str) -> None:
+    """0010 moves the run row's counters into per-host rows: recounted from the tasks, and
+    what only the run row knew (pages, bytes, retries) kept whole."""
+    old = [m for m in MIGRATIONS if m.version < 10]
+    tasks = [("a.test", "pending"), ("a.test", "assigned"), ("b.test", "pending"),
+             ("b.test", "completed")]  # fmt: skip
+    with _postgres.schema(postgres_dsn) as name:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text "
+                "NOT NULL, applied_at double precision NOT NULL)"
+            )
+            for migration in old:
+                conn.execute(migration.sql.encode())
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (%s, %s, 0)",
+                    (migration.version, migration.name),
+                )
+            config = Jsonb(RunConfig(seeds=("http://a.test/",)).to_json())
+            row = conn.execute(OLD_RUN, {"config": config}).fetchone()
+            assert row is not None
+            for n, (host, state) in enumerate(tasks):
+                url = f"http://{host}/{n}"
+                conn.execute(OLD_TASK, {"run_id": row[0], "url": url, "host": host, "state": state})
+        assert await PostgresStore.migrate(postgres_dsn, schema=name) == VERSIONS[len(old) :]
+        store = await PostgresStore.open(postgres_dsn, schema=name)
+        try:
+            run = await store.get_run(row[0])
+            hosts = await store.claim_hosts(row[0], worker_id="w", claim_seconds=30, worker_ttl=30)
+        finally:
+            await store.close()
+    assert run.counters == RunCounters(
+        tasks_total=4, pending=2, assigned=1, completed=1, failed=0,
+        pages_fetched=3, bytes_fetched=3000, retries=2,
+    )  # fmt: skip
+    assert sorted(c.host for c in hosts.claims) == ["a.test", "b.test"]
 
 
 async def test_processes_starting_at_once_apply_each_migration_once(postgres_dsn: str) -> None:

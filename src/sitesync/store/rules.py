@@ -121,6 +121,31 @@ def ended_delta(run_id: int, now: float, ended: int) -> dict[str, Any] | None:
     return counter_delta(run_id, now, pending=-ended, failed=ended)
 
 
+@dataclass(slots=True)
+class HostMoves:
+    """Counter moves per host, for a backend that keeps a run's counters in host rows
+    (PostgreSQL's ``run_host_counts``): what one transaction moves, written at once."""
+
+    moves: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, host: str, **moves: int) -> None:
+        counters = self.moves.setdefault(host, dict.fromkeys(("tasks_total", *COUNTERS), 0))
+        for name, by in moves.items():
+            counters[name] += by
+
+    def take(self, run_id: int, now: float) -> dict[str, Any] | None:
+        """Parameters of ``move_host_counters`` (one array per counter, hosts in order, so
+        that transactions lock host rows in one order), and start over; None: no move."""
+        hosts = sorted(h for h, counters in self.moves.items() if any(counters.values()))
+        params: dict[str, Any] | None = None
+        if hosts:
+            params = {"run_id": run_id, "now": now, "hosts": hosts}
+            for name in ("tasks_total", *COUNTERS):
+                params[name] = [self.moves[host][name] for host in hosts]
+        self.moves.clear()
+        return params
+
+
 # -- acquire ------------------------------------------------------------------------------
 
 
@@ -177,6 +202,7 @@ class ReportTally:
 
     verdicts: list[ReportVerdict] = field(default_factory=list)
     moves: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    by_host: HostMoves = field(default_factory=HostMoves)
     accepted: list[TaskReport] = field(default_factory=list)
     discovered: list[NewTask] = field(default_factory=list)
 
@@ -192,13 +218,15 @@ class ReportTally:
         """
         self.verdicts.append(ReportVerdict.ACCEPTED)
         self.accepted.append(report)
-        self.moves["assigned"] -= 1
-        self.moves[state.value] += 1
+        moves = {"assigned": -1, state.value: 1}
         if state is TaskState.PENDING:
-            self.moves["retries"] += 1
+            moves["retries"] = 1
         if report.http_status > 0:
-            self.moves["pages_fetched"] += 1
-            self.moves["bytes_fetched"] += report.bytes_fetched
+            moves["pages_fetched"] = 1
+            moves["bytes_fetched"] = report.bytes_fetched
+        for name, by in moves.items():
+            self.moves[name] += by
+        self.by_host.add(report.lease.host, **moves)
         self.discovered.extend(report.discovered)
         return bool(report.records) and state is not TaskState.PENDING
 

@@ -1,10 +1,12 @@
 """The PostgreSQL store's plumbing: its pool, transactions, queries, errors and migrations.
 
-Every write is one transaction that first locks its run's row (:func:`lock_run`): writers
-of one run queue on that row the way SQLite writers queue on the file lock, while other
-runs and readers never wait. Task rows are only ever locked after the run row, so one lock
-order holds everywhere and writers cannot deadlock each other. A serialization failure or
-deadlock from anything else (an operator's ad-hoc SQL) retries the transaction.
+Every write is one transaction. Task transitions move the run's counters in per-host rows
+(``run_host_counts``, folded on read by ``run_view``), never in the run's own row, so the
+writers of one run do not queue on one row: a host is claimed by one worker at a time.
+Only what changes the run itself, and the admissions of a run with ``max_pages``, lock the
+run's row (:func:`lock_run`). Within a transaction task rows are locked before host rows,
+and host rows in host order. A serialization failure or a deadlock (an operator's ad-hoc
+SQL, or the rare crossing of a dead host's ending with an acquire) retries the transaction.
 
 The areas of the store write each call once, as an async function of the connection handed
 to :meth:`PostgresDb.transaction`, with its SQL found by name in :data:`Q`. Migrations need
@@ -131,7 +133,7 @@ class PostgresDb:
         self, query: str, params: Mapping[str, Any], *, run_id: int | None = None
     ) -> int:
         """One write query in its own transaction, with ``now``; how many rows it changed.
-        With ``run_id``, the run's row is locked first, as every write of a run does."""
+        With ``run_id``, the run's row is locked first (one decision of the run at a time)."""
 
         async def work(conn: Conn) -> int:
             if run_id is not None:
@@ -175,7 +177,15 @@ async def every(conn: Conn, query: str, params: Mapping[str, Any]) -> list[DictR
 
 async def lock_run(conn: Conn, run_id: int) -> Run | None:
     """Lock the run's row for the caller's transaction; the run, or None if there is none."""
-    row = await one(conn, "lock_run", {"run_id": run_id})
+    if await one(conn, "lock_run", {"run_id": run_id}) is None:
+        return None
+    return await read_run(conn, run_id)
+
+
+async def read_run(conn: Conn, run_id: int) -> Run | None:
+    """The run with its counters as committed now (and as changed by the caller's
+    transaction), without locking it."""
+    row = await one(conn, "select_run", {"run_id": run_id})
     return None if row is None else run_from_row(row)
 
 

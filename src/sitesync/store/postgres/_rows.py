@@ -6,21 +6,37 @@ arrive already decoded.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
-
-from psycopg.types.json import Jsonb
 
 from sitesync.models import Domain, Run, Task, TaskReport
 from sitesync.store import _rows as shared
 from sitesync.store.rules import Row
 
 
-def outcome_params(report: TaskReport) -> dict[str, Any]:
-    return {
-        "outcome": shared.stored_outcome(report),
-        "final_url": report.final_url,
-        "redirects": Jsonb([list(hop) for hop in report.redirects]) if report.redirects else None,
+def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -> dict[str, Any]:
+    """A batch of reports as the arrays of ``complete_tasks`` / ``fail_attempts`` (one
+    statement each for the whole batch): what ``mark_completed`` and ``mark_failed_attempt``
+    took one report at a time. ``redirects`` as JSON text, cast to jsonb by the query."""
+    ok = all(report.ok for report in reports)
+    params: dict[str, Any] = {
+        "task_ids": [r.lease.task_id for r in reports],
+        "tokens": [r.lease.token for r in reports],
+        "http_statuses": [r.http_status if ok else (r.http_status or None) for r in reports],
+        "errors": [r.error if ok else (r.error or "failed") for r in reports],
+        "outcomes": [shared.stored_outcome(r) for r in reports],
+        "final_urls": [r.final_url for r in reports],
+        "redirects": [
+            json.dumps([list(hop) for hop in r.redirects]) if r.redirects else None for r in reports
+        ],
+        "now": now,
     }
+    if not ok:
+        params["give_up"] = [r.give_up for r in reports]
+        params["retry_at"] = [now + r.retry_delay for r in reports]
+        params["max_retries"] = max_retries
+    return params
 
 
 def domain_from_row(row: Row) -> Domain:

@@ -47,20 +47,16 @@ UPDATE claims SET expires_at = %(expires_at)s
  WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s AND expires_at > %(now)s;
 
 -- name: drop_finished_claims
--- A host with nothing pending or leased needs no holder.
+-- A host with nothing pending or leased needs no holder (its counter row says so).
 DELETE FROM claims
  WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
-   -- Two probes, not one "state IN (...)": each is answered by a partial index, where
-   -- the combined one would walk every finished task of the run.
-   AND NOT EXISTS (SELECT 1 FROM tasks
-                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
-                      AND tasks.state = 'pending')
-   AND NOT EXISTS (SELECT 1 FROM tasks
-                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
-                      AND tasks.state = 'assigned');
+   AND NOT EXISTS (SELECT 1 FROM run_host_counts AS c
+                    WHERE c.run_id = claims.run_id AND c.host = claims.host
+                      AND (c.pending > 0 OR c.assigned > 0));
 
 -- name: count_hosts_with_work
-SELECT COUNT(DISTINCT host) AS n FROM tasks WHERE run_id = %(run_id)s AND state = 'pending';
+-- From the host rows (run_host_counts_with_work): the cost follows hosts, not the frontier.
+SELECT COUNT(*) AS n FROM run_host_counts WHERE run_id = %(run_id)s AND pending > 0;
 
 -- name: drop_surplus_claims
 -- Over its fair share, a worker lets go of hosts where it has nothing in flight.
@@ -79,10 +75,15 @@ DELETE FROM claims
 -- work first. A claim taken over from an expired holder keeps its row, new owner.
 INSERT INTO claims (run_id, host, worker_id, expires_at, claimed_at)
 SELECT %(run_id)s, host, %(worker_id)s, %(expires_at)s, %(now)s
-  FROM (SELECT host, MIN(id) AS first_id FROM tasks
-         WHERE run_id = %(run_id)s AND state = 'pending'
-           AND host NOT IN (SELECT host FROM claims WHERE run_id = %(run_id)s AND expires_at > %(now)s)
-         GROUP BY host
+  FROM (SELECT c.host,
+               -- one probe of tasks_pending_by_host (run_id, host, id) per host
+               (SELECT MIN(t.id) FROM tasks AS t
+                 WHERE t.run_id = c.run_id AND t.host = c.host AND t.state = 'pending')
+                 AS first_id
+          FROM run_host_counts AS c
+         WHERE c.run_id = %(run_id)s AND c.pending > 0
+           AND c.host NOT IN (SELECT host FROM claims
+                               WHERE run_id = %(run_id)s AND expires_at > %(now)s)
          ORDER BY first_id
          LIMIT %(limit)s) AS free_hosts
 ON CONFLICT (run_id, host) DO UPDATE
@@ -133,17 +134,19 @@ ON CONFLICT (host) DO UPDATE
        updated_at = excluded.updated_at;
 
 -- name: count_uncounted
--- Finished tasks not yet in run_hosts, per host.
+-- Finished tasks not yet in run_hosts, per host, marked counted by the same statement:
+-- a task a report finishes meanwhile (reports do not wait for this flush) is either
+-- counted and marked here, or left for the next flush, never marked uncounted.
+WITH marked AS (
+    UPDATE tasks SET counted = true
+     WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed')
+    RETURNING host, state)
 SELECT host,
        COUNT(*) FILTER (WHERE state = 'completed') AS pages,
        COUNT(*) FILTER (WHERE state = 'failed') AS errors
-  FROM tasks
- WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed')
- GROUP BY host;
-
--- name: mark_counted
-UPDATE tasks SET counted = true
- WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed');
+  FROM marked
+ GROUP BY host
+ ORDER BY host;
 
 -- name: add_host_counts
 INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)
@@ -191,10 +194,12 @@ VALUES (%(run_id)s, %(host)s, %(failures)s, %(now)s)
 ON CONFLICT (run_id, host) DO UPDATE
    SET failures = excluded.failures, updated_at = excluded.updated_at;
 
--- name: move_ended_counters
-UPDATE runs
-   SET pending = pending - %(ended)s, failed = failed + %(ended)s, last_activity_at = %(now)s
- WHERE id = %(run_id)s;
+-- name: lock_host_counts
+-- The host's counter row, made if need be and locked until commit (end_host); no row for
+-- a run that does not exist.
+INSERT INTO run_host_counts AS c (run_id, host, updated_at)
+SELECT id, %(host)s, %(now)s FROM runs WHERE id = %(run_id)s
+ON CONFLICT (run_id, host) DO UPDATE SET updated_at = excluded.updated_at;
 
 -- name: mark_host_ended
 -- The host's terminal status, unless it already had one; ended_as/ended_reason are what

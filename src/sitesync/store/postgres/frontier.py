@@ -1,9 +1,12 @@
 """Tasks of runs on PostgreSQL: admission with dedup, leasing, reports, release.
 
-Every write locks the run's row first (one lock order); ``acquire`` still passes over
-locked task rows (``FOR UPDATE SKIP LOCKED``) rather than wait for them. SQL in
-``frontier.sql``; every decision (verdicts, counter moves, which candidates a batch leases)
-in :mod:`sitesync.store.rules`, shared with the SQLite store.
+No transaction here locks the run's row, except the admissions of a run with
+``max_pages``: every task transition moves the counters of its host's row in
+``run_host_counts`` in the same transaction (a run's counters are their sum), and the host
+rows of one transaction are written by one statement in host order, after its task rows.
+Acquire is one statement; a batch of reports a constant number of statements (records
+aside). SQL in ``frontier.sql``; every decision (verdicts, counter moves) in
+:mod:`sitesync.store.rules`, shared with the SQLite store.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from sitesync.errors import RunNotFound
 from sitesync.models import Lease, NewTask, ReportVerdict, Run, TaskReport, TaskState
 from sitesync.store import rules
 from sitesync.store._plain import TaskReads
 from sitesync.store._rows import attempt_rows, lease_from_row
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one, require_run
-from sitesync.store.postgres._rows import outcome_params, task_from_row
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, read_run
+from sitesync.store.postgres._rows import report_arrays, task_from_row
 from sitesync.store.postgres.coordination import end_tasks_of_ended_hosts
 from sitesync.store.postgres.records import save_records
 
@@ -30,7 +34,10 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             return 0
 
         async def work(conn: Conn) -> int:
-            return await admit(conn, await require_run(conn, run_id), tasks, self._db.clock())
+            run = await read_run(conn, run_id)
+            if run is None:
+                raise RunNotFound(f"no run with id {run_id}")
+            return await admit(conn, run, tasks, self._db.clock(), rules.HostMoves())
 
         return await self._db.transaction(work)
 
@@ -52,19 +59,19 @@ class PostgresFrontier(TaskReads[PostgresDb]):
 
         async def work(conn: Conn) -> list[Lease]:
             nonlocal replay
-            if await lock_run(conn, run_id) is None:
-                return []  # as in SQLite: nothing of an unknown run is eligible
             if replay and (done := await _leased_with(conn, run_id, token)):
                 return done
             replay = True
             now = self._db.clock()
+            expires_at = now + lease_seconds
             params = {
                 "run_id": run_id, "worker_id": worker_id, "token": token,
-                "expires_at": now + lease_seconds, "now": now,
+                "expires_at": expires_at, "now": now, "limit": limit, "per_host": per_host,
                 "scan": rules.candidate_scan(limit, per_host),
                 "exclude_hosts": list(exclude_hosts), "claimed_only": claimed_only,
             }  # fmt: skip
-            return await _lease(conn, params, limit, per_host)
+            rows = await every(conn, "acquire", params)
+            return [lease_from_row(row, run_id, token, expires_at) for row in rows]
 
         leases = await self._db.transaction(work)
         leases.sort(key=lambda lease: lease.task_id)
@@ -75,34 +82,30 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             return []
 
         async def work(conn: Conn) -> list[ReportVerdict]:
-            run = await require_run(conn, run_id)
+            run = await read_run(conn, run_id)
+            if run is None:
+                raise RunNotFound(f"no run with id {run_id}")
             now = self._db.clock()
+            states = await _apply_reports(conn, reports, run.config.max_retries, now)
             tally = rules.ReportTally()
             for report in reports:
-                state = await _apply_report(conn, report, run.config.max_retries, now)
+                # A task reported twice in one batch: the first report is the one applied.
+                state = states.pop(report.lease.task_id, None)
                 if state is None:
                     tally.lost()
                 elif tally.accept(report, state):
                     await save_records(conn, run_id, report, now, self.max_stored_body_bytes)
-            if delta := tally.counter_params(run_id, now):
-                await conn.execute(Q["move_counters"], delta)
             await _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)
-            # move_counters leaves tasks_total alone, so the locked row's value still holds
-            await admit(conn, run, tally.discovered, now)
+            await admit(conn, run, tally.discovered, now, tally.by_host)
             return tally.verdicts
 
         return await self._db.transaction(work)
 
     async def renew_leases(self, run_id: int, *, worker_id: str, lease_seconds: float) -> int:
-        async def work(conn: Conn) -> int:
-            if await lock_run(conn, run_id) is None:
-                return 0
-            now = self._db.clock()
-            params = {"run_id": run_id, "worker_id": worker_id,
-                      "expires_at": now + lease_seconds, "now": now}  # fmt: skip
-            return (await conn.execute(Q["renew_leases"], params)).rowcount
-
-        return await self._db.transaction(work)
+        now = self._db.clock()
+        params = {"run_id": run_id, "worker_id": worker_id,
+                  "expires_at": now + lease_seconds, "now": now}  # fmt: skip
+        return await self._db.execute("renew_leases", params)
 
     async def release(
         self, run_id: int, leases: Sequence[Lease], *, not_before: float | None = None
@@ -111,26 +114,21 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             return 0
 
         async def work(conn: Conn) -> int:
-            if await lock_run(conn, run_id) is None:
-                return 0
             now = self._db.clock()
-            released = 0
-            for lease in leases:
-                params = {"task_id": lease.task_id, "token": lease.token,
-                          "not_before": not_before, "now": now}  # fmt: skip
-                released += (await conn.execute(Q["release_lease"], params)).rowcount
-            return await _count_released(conn, run_id, released, now)
+            params = {"task_ids": [lease.task_id for lease in leases],
+                      "tokens": [lease.token for lease in leases],
+                      "not_before": not_before, "now": now}  # fmt: skip
+            rows = await every(conn, "release_leases", params)
+            return await _count_released(conn, run_id, rows, now)
 
         return await self._db.transaction(work)
 
     async def release_worker(self, run_id: int, *, worker_id: str) -> int:
         async def work(conn: Conn) -> int:
-            if await lock_run(conn, run_id) is None:
-                return 0
             now = self._db.clock()
             params = {"run_id": run_id, "worker_id": worker_id, "now": now}
-            released = (await conn.execute(Q["release_worker"], params)).rowcount
-            return await _count_released(conn, run_id, released, now)
+            rows = await every(conn, "release_worker", params)
+            return await _count_released(conn, run_id, rows, now)
 
         return await self._db.transaction(work)
 
@@ -139,32 +137,47 @@ class PostgresFrontier(TaskReads[PostgresDb]):
         return None if row["next_at"] is None else float(row["next_at"])
 
 
-async def admit(conn: Conn, run: Run, tasks: Sequence[NewTask], now: float) -> int:
-    """Insert new tasks under the locked run row; how many were admitted."""
-    if not tasks:
-        return 0
+async def admit(
+    conn: Conn, run: Run, tasks: Sequence[NewTask], now: float, moves: rules.HostMoves
+) -> int:
+    """Insert new tasks, and write ``moves`` (the caller's counter moves) with theirs; how
+    many were admitted.
+
+    A run with ``max_pages`` is locked first and read again, so that admissions of a
+    capped run count one after the other and tasks_total never passes the cap; the
+    admissions of an uncapped run run side by side.
+    """
+    admitted = 0
+    if tasks and run.config.max_pages is not None:
+        locked = await lock_run(conn, run.id)
+        assert locked is not None  # read in this transaction; runs are deleted by no one
+        run = locked
     room = rules.admission_room(run)
-    if room is not None and room <= 0:
-        return 0
-    params = {
-        "run_id": run.id,
-        "urls": [task.url for task in tasks],
-        "hosts": [task.host for task in tasks],
-        "depths": [task.depth for task in tasks],
-        "priorities": [task.priority for task in tasks],
-        "found_from": [task.found_from for task in tasks],
-        "room": room,
-        "now": now,
-    }
-    row = await one(conn, "insert_tasks", params)
-    admitted = 0 if row is None else int(row["admitted"])
+    if tasks and (room is None or room > 0):
+        params = {
+            "run_id": run.id,
+            "urls": [task.url for task in tasks],
+            "hosts": [task.host for task in tasks],
+            "depths": [task.depth for task in tasks],
+            "priorities": [task.priority for task in tasks],
+            "found_from": [task.found_from for task in tasks],
+            "room": room,
+            "now": now,
+        }
+        for row in await every(conn, "insert_tasks", params):
+            moves.add(row["host"], tasks_total=row["admitted"], pending=row["admitted"])
+            admitted += row["admitted"]
+    await _move(conn, run.id, moves, now)
     if admitted:
-        params = {"run_id": run.id, "admitted": admitted, "now": now}
-        await conn.execute(Q["add_admitted"], params)
-        ended = await end_tasks_of_ended_hosts(conn, run.id, [t.host for t in tasks], now)
-        if delta := rules.ended_delta(run.id, now, ended):
-            await conn.execute(Q["move_counters"], delta)
+        # After the host rows are locked: see end_tasks_of_ended_hosts.
+        await end_tasks_of_ended_hosts(conn, run.id, [t.host for t in tasks], now, moves)
+        await _move(conn, run.id, moves, now)
     return admitted
+
+
+async def _move(conn: Conn, run_id: int, moves: rules.HostMoves, now: float) -> None:
+    if params := moves.take(run_id, now):
+        await conn.execute(Q["move_host_counters"], params)
 
 
 async def _leased_with(conn: Conn, run_id: int, token: int) -> list[Lease]:
@@ -173,18 +186,20 @@ async def _leased_with(conn: Conn, run_id: int, token: int) -> list[Lease]:
     return [lease_from_row(r, run_id, token, r["lease_expires_at"]) for r in rows]
 
 
-async def _lease(
-    conn: Conn, params: dict[str, Any], limit: int, per_host: int | None
-) -> list[Lease]:
-    """Expired leases back to pending, then lease the picked candidates, counters moved."""
-    run_id, now = params["run_id"], params["now"]
-    reclaimed = (await conn.execute(Q["reclaim_expired"], {"run_id": run_id, "now": now})).rowcount
-    candidates = await every(conn, "acquire_candidates", params)
-    ids = rules.pick_per_host(candidates, limit, per_host)
-    rows = await every(conn, "lease_tasks", {**params, "ids": ids})
-    if delta := rules.leased_delta(run_id, now, len(rows), reclaimed):
-        await conn.execute(Q["move_counters"], delta)
-    return [lease_from_row(row, run_id, params["token"], params["expires_at"]) for row in rows]
+async def _apply_reports(
+    conn: Conn, reports: Sequence[TaskReport], max_retries: int, now: float
+) -> dict[int, TaskState]:
+    """Apply a batch of reports under their leases (one statement for the successes, one
+    for the failures); the new state of each task whose lease was still current."""
+    states: dict[int, TaskState] = {}
+    for query, batch in (
+        ("complete_tasks", [r for r in reports if r.ok]),
+        ("fail_attempts", [r for r in reports if not r.ok]),
+    ):
+        if batch:
+            rows = await every(conn, query, report_arrays(batch, now, max_retries))
+            states.update((row["id"], TaskState(row["state"])) for row in rows)
+    return states
 
 
 async def _keep_attempts(conn: Conn, accepted: Sequence[TaskReport], keep: int, now: float) -> None:
@@ -207,20 +222,10 @@ async def _keep_attempts(conn: Conn, accepted: Sequence[TaskReport], keep: int, 
         await conn.execute(Q["prune_attempts"], params)
 
 
-async def _apply_report(
-    conn: Conn, report: TaskReport, max_retries: int, now: float
-) -> TaskState | None:
-    """Apply one report under its lease; the task's new state, or None if fenced out."""
-    query, params = rules.report_query(report, max_retries, now)
-    params.update(outcome_params(report))
-    if report.ok:
-        cursor = await conn.execute(Q[query], params)
-        return TaskState.COMPLETED if cursor.rowcount == 1 else None
-    row = await one(conn, query, params)
-    return None if row is None else TaskState(row["state"])
-
-
-async def _count_released(conn: Conn, run_id: int, released: int, now: float) -> int:
-    if delta := rules.released_delta(run_id, now, released):
-        await conn.execute(Q["move_counters"], delta)
-    return released
+async def _count_released(conn: Conn, run_id: int, rows: Sequence[Any], now: float) -> int:
+    """Move the host rows of released tasks (each a row with its host) back to pending."""
+    moves = rules.HostMoves()
+    for row in rows:
+        moves.add(row["host"], pending=1, assigned=-1)
+    await _move(conn, run_id, moves, now)
+    return len(rows)

@@ -1,116 +1,176 @@
 -- Tasks of runs: admission, leases, reports, releases and attempt history (PostgreSQL).
 -- Query names match the SQLite store's wherever both backends have the query.
 
--- name: add_admitted
-UPDATE runs
-   SET tasks_total = tasks_total + %(admitted)s,
-       pending = pending + %(admitted)s,
-       last_activity_at = %(now)s
- WHERE id = %(run_id)s;
+-- name: move_host_counters
+-- Every counter move of one transaction, one row per host, in host order (the arrays come
+-- sorted): two transactions that move the same hosts lock their rows in the same order.
+INSERT INTO run_host_counts AS c (run_id, host, tasks_total, pending, assigned, completed,
+                                  failed, pages_fetched, bytes_fetched, retries, updated_at)
+SELECT %(run_id)s, m.host, m.tasks_total, m.pending, m.assigned, m.completed, m.failed,
+       m.pages_fetched, m.bytes_fetched, m.retries, %(now)s
+  FROM unnest(%(hosts)s::text[], %(tasks_total)s::bigint[], %(pending)s::bigint[],
+              %(assigned)s::bigint[], %(completed)s::bigint[], %(failed)s::bigint[],
+              %(pages_fetched)s::bigint[], %(bytes_fetched)s::bigint[], %(retries)s::bigint[])
+       WITH ORDINALITY AS m (host, tasks_total, pending, assigned, completed, failed,
+                             pages_fetched, bytes_fetched, retries, position)
+ ORDER BY m.position
+ON CONFLICT (run_id, host) DO UPDATE
+   SET tasks_total = c.tasks_total + excluded.tasks_total,
+       pending = c.pending + excluded.pending,
+       assigned = c.assigned + excluded.assigned,
+       completed = c.completed + excluded.completed,
+       failed = c.failed + excluded.failed,
+       pages_fetched = c.pages_fetched + excluded.pages_fetched,
+       bytes_fetched = c.bytes_fetched + excluded.bytes_fetched,
+       retries = c.retries + excluded.retries,
+       updated_at = excluded.updated_at;
 
--- name: reclaim_expired
--- Runs inside the acquiring transaction: an expired lease goes back to PENDING
--- before anything is handed out, so no janitor process is needed.
-UPDATE tasks
-   SET state = 'pending',
+-- name: acquire
+-- The whole acquire in one statement. Tasks whose lease expired are candidates as they
+-- are (re-leased directly, the expiry recorded in last_error; those not picked go back to
+-- pending, so no janitor process is needed), with the eligible pending tasks, in lease
+-- order, at most per_host of a host, passing over rows another transaction holds (SKIP
+-- LOCKED: never waiting for them); the picked ones are leased and the host rows' counters
+-- moved. Every sub-statement sees one snapshot and they change disjoint rows.
+WITH mine AS (
+    SELECT host FROM claims
+     WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s AND expires_at > %(now)s
+), expired AS (
+    SELECT id, host, priority FROM tasks
+     WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_expires_at <= %(now)s
+       FOR UPDATE SKIP LOCKED
+), waiting AS (
+    SELECT id, host, priority FROM tasks
+     WHERE run_id = %(run_id)s
+       AND state = 'pending'
+       AND next_eligible_at <= %(now)s
+       AND host <> ALL(%(exclude_hosts)s::text[])
+       AND (NOT %(claimed_only)s OR host IN (SELECT host FROM mine))
+     ORDER BY priority DESC, id
+     LIMIT %(scan)s
+       FOR UPDATE SKIP LOCKED
+), candidates AS (
+    SELECT id, host, priority, true AS was_leased FROM expired
+     WHERE host <> ALL(%(exclude_hosts)s::text[])
+       AND (NOT %(claimed_only)s OR host IN (SELECT host FROM mine))
+    UNION ALL
+    SELECT id, host, priority, false FROM waiting
+), picked AS (
+    SELECT id, was_leased FROM (
+        SELECT id, priority, was_leased,
+               row_number() OVER (PARTITION BY host ORDER BY priority DESC, id) AS nth
+          FROM candidates) AS ranked
+     WHERE %(per_host)s::integer IS NULL OR nth <= %(per_host)s::integer
+     ORDER BY priority DESC, id
+     LIMIT %(limit)s
+), reclaimed AS (
+    UPDATE tasks AS t
+       SET state = 'pending',
+           lease_owner = NULL,
+           lease_token = NULL,
+           lease_expires_at = NULL,
+           last_error = 'lease expired (held by ' || t.lease_owner || ')',
+           updated_at = %(now)s
+     WHERE t.id IN (SELECT id FROM expired) AND t.id NOT IN (SELECT id FROM picked)
+    RETURNING t.host
+), leased AS (
+    UPDATE tasks AS t
+       SET state = 'assigned',
+           attempt_count = t.attempt_count + 1,
+           last_error = CASE WHEN t.state = 'assigned'
+                             THEN 'lease expired (held by ' || t.lease_owner || ')'
+                             ELSE t.last_error END,
+           lease_owner = %(worker_id)s,
+           lease_token = %(token)s,
+           lease_expires_at = %(expires_at)s,
+           last_heartbeat = %(now)s,
+           updated_at = %(now)s
+      FROM picked
+     WHERE t.id = picked.id
+    RETURNING t.id, t.url, t.host, t.depth, t.attempt_count, picked.was_leased
+), moved AS (
+    -- + leased from pending, - back to pending; a re-leased expired lease moves nothing.
+    SELECT host, SUM(leased) AS leased FROM (
+        SELECT host, CASE WHEN was_leased THEN 0 ELSE 1 END AS leased FROM leased
+        UNION ALL
+        SELECT host, -1 FROM reclaimed) AS moves
+     GROUP BY host
+), counted AS (
+    INSERT INTO run_host_counts AS c (run_id, host, pending, assigned, updated_at)
+    SELECT %(run_id)s, host, -leased, leased, %(now)s FROM moved
+     WHERE leased <> 0
+     ORDER BY host
+    ON CONFLICT (run_id, host) DO UPDATE
+       SET pending = c.pending + excluded.pending,
+           assigned = c.assigned + excluded.assigned,
+           updated_at = excluded.updated_at
+)
+SELECT id, url, host, depth, attempt_count FROM leased;
+
+-- name: complete_tasks
+-- Every success of a report batch in one statement, each fenced on its lease.
+UPDATE tasks AS t
+   SET state = 'completed',
+       http_status = r.http_status,
+       last_error = r.error,  -- a final answer can still be a problem (404, too large)
+       outcome = r.outcome,
+       final_url = r.final_url,
+       redirects = r.redirects::jsonb,
        lease_owner = NULL,
        lease_token = NULL,
        lease_expires_at = NULL,
-       last_error = 'lease expired (held by ' || lease_owner || ')',
        updated_at = %(now)s
- WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_expires_at <= %(now)s;
+  FROM unnest(%(task_ids)s::bigint[], %(tokens)s::bigint[], %(http_statuses)s::integer[],
+              %(errors)s::text[], %(outcomes)s::text[], %(final_urls)s::text[],
+              %(redirects)s::text[])
+       AS r (task_id, token, http_status, error, outcome, final_url, redirects)
+ WHERE t.id = r.task_id AND t.state = 'assigned' AND t.lease_token = r.token
+RETURNING t.id, t.state;
 
--- name: acquire_candidates
--- Eligible tasks in lease order; the store keeps at most per_host of each host.
--- SKIP LOCKED: a row another transaction holds is passed over, never waited for.
-SELECT id, host FROM tasks
- WHERE run_id = %(run_id)s
-   AND state = 'pending'
-   AND next_eligible_at <= %(now)s
-   AND host <> ALL(%(exclude_hosts)s::text[])
-   AND (NOT %(claimed_only)s
-        OR host IN (SELECT host FROM claims
-                     WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
-                       AND expires_at > %(now)s))
- ORDER BY priority DESC, id
- LIMIT %(scan)s
-   FOR UPDATE SKIP LOCKED;
-
--- name: lease_tasks
-UPDATE tasks
-   SET state = 'assigned',
-       attempt_count = attempt_count + 1,
-       lease_owner = %(worker_id)s,
-       lease_token = %(token)s,
-       lease_expires_at = %(expires_at)s,
-       last_heartbeat = %(now)s,
+-- name: fail_attempts
+-- Every failure of a report batch in one statement: PENDING again while attempts are
+-- left, FAILED once max_retries attempts were made (or at once when not transient).
+UPDATE tasks AS t
+   SET state = CASE WHEN t.attempt_count < %(max_retries)s AND NOT r.give_up THEN 'pending'
+                    ELSE 'failed' END,
+       next_eligible_at = CASE WHEN t.attempt_count < %(max_retries)s AND NOT r.give_up
+                               THEN r.retry_at ELSE t.next_eligible_at END,
+       http_status = r.http_status,
+       outcome = r.outcome,
+       final_url = r.final_url,
+       redirects = r.redirects::jsonb,
+       last_error = r.error,
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
        updated_at = %(now)s
- WHERE id = ANY(%(ids)s::bigint[]) AND state = 'pending'
-RETURNING id, url, host, depth, attempt_count;
+  FROM unnest(%(task_ids)s::bigint[], %(tokens)s::bigint[], %(http_statuses)s::integer[],
+              %(errors)s::text[], %(outcomes)s::text[], %(final_urls)s::text[],
+              %(redirects)s::text[], %(give_up)s::boolean[], %(retry_at)s::double precision[])
+       AS r (task_id, token, http_status, error, outcome, final_url, redirects, give_up,
+             retry_at)
+ WHERE t.id = r.task_id AND t.state = 'assigned' AND t.lease_token = r.token
+RETURNING t.id, t.state;
+
+-- name: release_leases
+-- The attempts never happened: undo their count, and hold the tasks back if asked.
+UPDATE tasks AS t
+   SET state = 'pending',
+       attempt_count = GREATEST(t.attempt_count - 1, 0),
+       next_eligible_at = COALESCE(%(not_before)s::double precision, t.next_eligible_at),
+       lease_owner = NULL,
+       lease_token = NULL,
+       lease_expires_at = NULL,
+       updated_at = %(now)s
+  FROM unnest(%(task_ids)s::bigint[], %(tokens)s::bigint[]) AS r (task_id, token)
+ WHERE t.id = r.task_id AND t.state = 'assigned' AND t.lease_token = r.token
+RETURNING t.host;
 
 -- name: select_leased_by_token
 -- A replayed acquire: the tasks an earlier attempt leased, if its commit did land.
 SELECT id, url, host, depth, attempt_count, lease_expires_at FROM tasks
  WHERE run_id = %(run_id)s AND lease_token = %(token)s AND state = 'assigned'
  ORDER BY id;
-
--- name: move_counters
-UPDATE runs
-   SET pending = pending + %(pending)s,
-       assigned = assigned + %(assigned)s,
-       completed = completed + %(completed)s,
-       failed = failed + %(failed)s,
-       pages_fetched = pages_fetched + %(pages_fetched)s,
-       bytes_fetched = bytes_fetched + %(bytes_fetched)s,
-       retries = retries + %(retries)s,
-       last_activity_at = %(now)s
- WHERE id = %(run_id)s;
-
--- name: mark_completed
-UPDATE tasks
-   SET state = 'completed',
-       http_status = %(http_status)s,
-       last_error = %(error)s,  -- a final answer can still be a problem (404, too large)
-       outcome = %(outcome)s,
-       final_url = %(final_url)s,
-       redirects = %(redirects)s,
-       lease_owner = NULL,
-       lease_token = NULL,
-       lease_expires_at = NULL,
-       updated_at = %(now)s
- WHERE id = %(task_id)s AND state = 'assigned' AND lease_token = %(token)s;
-
--- name: mark_failed_attempt
--- PENDING again while attempts are left, FAILED once max_retries attempts were made
--- (or at once when the failure is not transient).
-UPDATE tasks
-   SET state = CASE WHEN attempt_count < %(max_retries)s AND NOT %(give_up)s THEN 'pending'
-                    ELSE 'failed' END,
-       next_eligible_at = CASE WHEN attempt_count < %(max_retries)s AND NOT %(give_up)s
-                               THEN %(retry_at)s ELSE next_eligible_at END,
-       http_status = %(http_status)s,
-       outcome = %(outcome)s,
-       final_url = %(final_url)s,
-       redirects = %(redirects)s,
-       last_error = %(error)s,
-       lease_owner = NULL,
-       lease_token = NULL,
-       lease_expires_at = NULL,
-       updated_at = %(now)s
- WHERE id = %(task_id)s AND state = 'assigned' AND lease_token = %(token)s
-RETURNING state;
-
--- name: release_lease
--- The attempt never happened: undo its count, and hold the task back if asked.
-UPDATE tasks
-   SET state = 'pending',
-       attempt_count = GREATEST(attempt_count - 1, 0),
-       next_eligible_at = COALESCE(%(not_before)s::double precision, next_eligible_at),
-       lease_owner = NULL,
-       lease_token = NULL,
-       lease_expires_at = NULL,
-       updated_at = %(now)s
- WHERE id = %(task_id)s AND state = 'assigned' AND lease_token = %(token)s;
 
 -- name: release_worker
 UPDATE tasks
@@ -120,7 +180,8 @@ UPDATE tasks
        lease_token = NULL,
        lease_expires_at = NULL,
        updated_at = %(now)s
- WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_owner = %(worker_id)s;
+ WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_owner = %(worker_id)s
+RETURNING host;
 
 -- name: renew_leases
 UPDATE tasks
@@ -148,11 +209,12 @@ SELECT * FROM tasks
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 
 -- name: insert_tasks
--- The dedup pre-flight and the max_pages cap in one statement. The caller holds the
--- run row (lock_run), and every insert into a run's tasks takes that lock first, so
--- NOT EXISTS sees every task of the run: duplicates (in the batch or already stored)
--- are dropped before LIMIT, and so never count against the cap. LIMIT NULL = no cap.
--- ON CONFLICT stays as the guarantee should a writer ever skip the run lock.
+-- The dedup pre-flight and the max_pages cap in one statement; how many were admitted per
+-- host. With max_pages the caller holds the run row (lock_run), as every admission of a
+-- capped run does, so NOT EXISTS sees every task of the run: duplicates (in the batch or
+-- already stored) are dropped before LIMIT, and so never count against the cap. LIMIT
+-- NULL = no cap: then admissions run side by side, and ON CONFLICT drops a URL another
+-- transaction admitted first (waiting for it to commit or roll back).
 WITH inserted AS (
     INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
                        found_from)
@@ -168,8 +230,8 @@ WITH inserted AS (
      ORDER BY fresh.position
      LIMIT %(room)s
     ON CONFLICT (run_id, url) DO NOTHING
-    RETURNING 1)
-SELECT COUNT(*) AS admitted FROM inserted;
+    RETURNING host)
+SELECT host, COUNT(*) AS admitted FROM inserted GROUP BY host;
 
 -- name: insert_attempts
 -- Every accepted attempt of a report batch in one statement. A task's attempt numbers

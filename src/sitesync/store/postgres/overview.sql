@@ -2,7 +2,7 @@
 -- Reads only; each is one statement.
 
 -- name: select_active_runs
-SELECT * FROM runs WHERE status IN ('queued', 'running', 'paused') ORDER BY id;
+SELECT * FROM run_view WHERE status IN ('queued', 'running', 'paused') ORDER BY id;
 
 -- name: count_outcomes
 -- Finished tasks by final outcome and HTTP status class ('none': no HTTP response).

@@ -16,8 +16,7 @@ from psycopg.types.json import Jsonb
 from sitesync.errors import ScanConflict, StoreError
 from sitesync.models import Run, RunConfig, ScanSummary
 from sitesync.store._plain import PlainRegistry
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one
-from sitesync.store.postgres._rows import run_from_row
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one, read_run
 from sitesync.store.rules import lifecycle_changes
 
 _ONE_ACTIVE_PER_SCOPE = "runs_one_active_per_scope"
@@ -61,7 +60,9 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
                         raise ScanConflict(scope, active["id"]) from None
                     continue
                 assert row is not None  # INSERT ... RETURNING always yields the row
-                return run_from_row(row)
+                run = await read_run(conn, row["id"])
+                assert run is not None  # inserted by this transaction
+                return run
             raise StoreError(
                 f"scope {scope!r}: could not start a scan (its active run kept changing)"
             )

@@ -30,7 +30,7 @@ SELECT * FROM domains
 -- paused run: the conflict check and the insert are one atomic step.
 INSERT INTO runs (status, config, created_at, last_activity_at, scope)
 VALUES ('queued', %(config)s, %(now)s, %(now)s, %(scope)s)
-RETURNING *;
+RETURNING id;
 
 -- name: select_active_scan
 SELECT id FROM runs

@@ -13,8 +13,8 @@ from psycopg.types.json import Jsonb
 
 from sitesync.models import Domain, Run, RunConfig, RunStatus
 from sitesync.store._plain import PlainRuns
-from sitesync.store.postgres._db import Conn, PostgresDb, one, require_run
-from sitesync.store.postgres._rows import domain_from_row, run_from_row
+from sitesync.store.postgres._db import Conn, PostgresDb, one, read_run, require_run
+from sitesync.store.postgres._rows import domain_from_row
 from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
 
 
@@ -28,7 +28,7 @@ class PostgresRuns(PlainRuns[PostgresDb]):
             }
             row = await one(conn, "insert_run", params)
             assert row is not None  # INSERT ... RETURNING always yields the row
-            return run_from_row(row)
+            return await _read(conn, row["id"])
 
         return await self._db.transaction(work)
 
@@ -44,7 +44,7 @@ class PostgresRuns(PlainRuns[PostgresDb]):
             params = transition_params(current, to, reason, self._db.clock())
             row = await one(conn, "update_run_status", params)
             assert row is not None  # the run row is locked: its status cannot have moved
-            return run_from_row(row)
+            return await _read(conn, run_id)
 
         return await self._db.transaction(work)
 
@@ -58,7 +58,7 @@ class PostgresRuns(PlainRuns[PostgresDb]):
             params = {"run_id": run_id, "config": Jsonb(config.to_json())}
             row = await one(conn, "update_run_config", params)
             assert row is not None  # the run row is locked: it still exists
-            return run_from_row(row)
+            return await _read(conn, run_id)
 
         return await self._db.transaction(work)
 
@@ -80,3 +80,10 @@ class PostgresRuns(PlainRuns[PostgresDb]):
             return domain_from_row(row)
 
         return await self._db.transaction(work)
+
+
+async def _read(conn: Conn, run_id: int) -> Run:
+    """The run as the caller's transaction just wrote it (counters folded by run_view)."""
+    run = await read_run(conn, run_id)
+    assert run is not None  # written in this transaction: it exists
+    return run

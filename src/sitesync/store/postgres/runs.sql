@@ -4,13 +4,14 @@
 -- name: insert_run
 INSERT INTO runs (status, config, created_at, last_activity_at)
 VALUES (%(status)s, %(config)s, %(now)s, %(now)s)
-RETURNING *;
+RETURNING id;
 
 -- name: select_run
-SELECT * FROM runs WHERE id = %(run_id)s;
+-- Reads of a run go through run_view: its counters are the sum of its host rows.
+SELECT * FROM run_view WHERE id = %(run_id)s;
 
 -- name: select_runs
-SELECT * FROM runs ORDER BY id DESC LIMIT %(limit)s;
+SELECT * FROM run_view ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: update_run_status
 UPDATE runs
@@ -20,20 +21,28 @@ UPDATE runs
        ended_at = CASE WHEN %(terminal)s THEN %(now)s ELSE NULL END,
        last_activity_at = %(now)s
  WHERE id = %(run_id)s AND status = %(expected)s
-RETURNING *;
+RETURNING id;
 
 -- name: complete_run_if_drained
+-- Without a lock on anything but the run row: a task is only ever added before seeded_at
+-- is set, or in the same transaction as the report that moves its still-assigned parent
+-- out of 'assigned'. So every committed state of a seeded run with work left to do has a
+-- host row with pending or assigned above zero, and this statement's one snapshot of the
+-- committed host rows cannot see "drained" while a report that admits more is in flight
+-- (its parent is still counted as assigned until the report and its links commit, together).
 UPDATE runs
    SET status = 'completed', ended_at = %(now)s, last_activity_at = %(now)s, status_reason = NULL
- WHERE id = %(run_id)s AND status = 'running' AND pending = 0 AND assigned = 0
-   AND seeded_at IS NOT NULL;  -- sitemaps may still add work until seeding is done
+ WHERE id = %(run_id)s AND status = 'running'
+   AND seeded_at IS NOT NULL  -- sitemaps may still add work until seeding is done
+   AND NOT EXISTS (SELECT 1 FROM run_host_counts AS h
+                    WHERE h.run_id = runs.id AND (h.pending > 0 OR h.assigned > 0));
 
 -- name: mark_seeded
 UPDATE runs SET seeded_at = %(now)s WHERE id = %(run_id)s AND seeded_at IS NULL;
 
 -- name: update_run_config
 UPDATE runs SET config = %(config)s WHERE id = %(run_id)s
-RETURNING *;
+RETURNING id;
 
 -- name: select_domain
 SELECT * FROM domains WHERE host = %(host)s;
@@ -55,9 +64,11 @@ ON CONFLICT (host) DO UPDATE
 RETURNING *;
 
 -- name: lock_run
--- Every transaction that moves counters or admits tasks takes the run row first, so
--- writers of one run queue here: the max_pages check and the counter updates see the
--- latest committed row, and task rows are only ever locked after the run row (one lock
--- order, no deadlocks). NO KEY UPDATE is the lock the counter UPDATE takes anyway; it
--- does not block the foreign-key checks of task inserts.
-SELECT * FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;
+-- Taken by what changes the run itself (its status, its config) and by the admissions of
+-- a run with max_pages (so that tasks_total never passes the cap), never by acquire,
+-- reports without a cap or releases: those move only host rows (run_host_counts).
+-- NO KEY UPDATE does not block the foreign-key checks of task inserts. The caller reads
+-- the run afterwards with select_run, in a statement of its own: READ COMMITTED gives
+-- that statement a snapshot taken after the lock was granted, so it sees every
+-- admission that held the lock before.
+SELECT id FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;

@@ -1,10 +1,11 @@
 -- The current schema, for reading. Migrations in migrations/ produce exactly this
 -- (tests/unit/test_postgres_migrations.py checks it).
 
--- Runs with their exact counters: every counter moves in the same transaction
--- as the task transition that causes it, so they survive any crash exactly.
--- Times are epoch seconds (double precision), as in the SQLite schema, so both
--- backends build identical models from their rows.
+-- Runs. Their exact counters are in run_host_counts since 0010 (below, where the columns
+-- here are dropped), folded by run_view: every counter moves in the same transaction as
+-- the task transition that causes it, so they survive any crash exactly. Times are epoch
+-- seconds (double precision), as in the SQLite schema, so both backends build identical
+-- models from their rows.
 CREATE TABLE runs (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     status           text             NOT NULL,
@@ -195,7 +196,7 @@ CREATE TABLE run_hosts (
     PRIMARY KEY (run_id, host)
 );
 CREATE INDEX tasks_uncounted ON tasks (run_id, host) WHERE NOT counted AND state IN ('completed', 'failed');
-CREATE INDEX tasks_pending_by_host ON tasks (run_id, host) WHERE state = 'pending';
+CREATE INDEX tasks_pending_by_host ON tasks (run_id, host, id) WHERE state = 'pending';
 
 -- Supervision, recurring scans and the domain registry (migration 0005).
 -- Supervision: who runs a run, when it last showed signs of life, how often it crashed.
@@ -248,3 +249,49 @@ CREATE TABLE domain_scans (
     finished_at   double precision NOT NULL,
     PRIMARY KEY (host, run_id)
 );
+
+-- No hot row (migration 0010): a run's task counters, per host; the run's counters are
+-- their sum (run_view). A host is claimed by one worker at a time, so writers of one run
+-- move different rows.
+CREATE TABLE run_host_counts (
+    run_id        bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    host          text   NOT NULL,  -- '' holds what older versions counted for the run only
+    tasks_total   bigint NOT NULL DEFAULT 0,
+    pending       bigint NOT NULL DEFAULT 0,
+    assigned      bigint NOT NULL DEFAULT 0,
+    completed     bigint NOT NULL DEFAULT 0,
+    failed        bigint NOT NULL DEFAULT 0,
+    pages_fetched bigint NOT NULL DEFAULT 0,
+    bytes_fetched bigint NOT NULL DEFAULT 0,
+    retries       bigint NOT NULL DEFAULT 0,
+    updated_at    double precision NOT NULL,  -- the last task transition on the host
+    PRIMARY KEY (run_id, host)
+);
+-- The claim refresh: hosts with pending work, without reading the frontier.
+CREATE INDEX run_host_counts_with_work ON run_host_counts (run_id, host) WHERE pending > 0;
+
+-- The run row's own counters are gone (the host rows hold them); dropped rather than
+-- declared without them because PostgreSQL keeps a dropped column's position.
+ALTER TABLE runs DROP COLUMN tasks_total, DROP COLUMN pending, DROP COLUMN assigned,
+    DROP COLUMN completed, DROP COLUMN failed, DROP COLUMN pages_fetched,
+    DROP COLUMN bytes_fetched, DROP COLUMN retries;
+
+-- A run with its counters folded from its host rows: what every read of a run selects.
+CREATE VIEW run_view AS
+SELECT r.id, r.status, r.config, r.created_at, r.started_at, r.ended_at,
+       GREATEST(r.last_activity_at, c.moved_at) AS last_activity_at,
+       r.status_reason,
+       COALESCE(c.tasks_total, 0) AS tasks_total, COALESCE(c.pending, 0) AS pending,
+       COALESCE(c.assigned, 0) AS assigned, COALESCE(c.completed, 0) AS completed,
+       COALESCE(c.failed, 0) AS failed, COALESCE(c.pages_fetched, 0) AS pages_fetched,
+       COALESCE(c.bytes_fetched, 0) AS bytes_fetched, COALESCE(c.retries, 0) AS retries,
+       r.seeded_at, r.heartbeat_at, r.supervisor_id, r.crash_retries, r.scan_applied_at, r.scope
+  FROM runs AS r
+  LEFT JOIN LATERAL (
+       SELECT SUM(h.tasks_total)::bigint AS tasks_total, SUM(h.pending)::bigint AS pending,
+              SUM(h.assigned)::bigint AS assigned, SUM(h.completed)::bigint AS completed,
+              SUM(h.failed)::bigint AS failed, SUM(h.pages_fetched)::bigint AS pages_fetched,
+              SUM(h.bytes_fetched)::bigint AS bytes_fetched, SUM(h.retries)::bigint AS retries,
+              MAX(h.updated_at) AS moved_at
+         FROM run_host_counts AS h
+        WHERE h.run_id = r.id) AS c ON true;

@@ -22,7 +22,7 @@ SELECT runs.id, runs.crash_retries,
        COALESCE(departures.last_left >= GREATEST(COALESCE(runs.last_activity_at, 0),
                                                COALESCE(departures.last_alive, 0)),
                 FALSE) AS workers_left
-  FROM runs
+  FROM run_view AS runs  -- last_activity_at: the latest task transition too
   LEFT JOIN (SELECT run_id,
                     MAX(CASE WHEN stopped_at <= last_heartbeat THEN stopped_at END) AS last_left,
                     MAX(CASE WHEN stopped_at IS NULL OR stopped_at > last_heartbeat
@@ -51,7 +51,7 @@ UPDATE runs
  WHERE id = %(run_id)s AND status = 'running';
 
 -- name: select_inactive_runs
-SELECT * FROM runs
+SELECT * FROM run_view
  WHERE status IN ('queued', 'running', 'paused')
    AND GREATEST(COALESCE(last_activity_at, 0), COALESCE(heartbeat_at, 0), created_at) < %(idle_before)s
  ORDER BY id;
