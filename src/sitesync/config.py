@@ -21,9 +21,6 @@ from sitesync.cadence import check_cadence
 from sitesync.errors import ConfigError
 from sitesync.networks import parse_networks
 from sitesync.redact import redact, remember_secret, remember_secrets
-from sitesync.store._faults import DEFAULT_RETRY_SECONDS
-from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
-from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT
 from sitesync.urls import DEFAULT_SESSION_PARAMS
 from sitesync.useragent import default_user_agent
 
@@ -136,7 +133,7 @@ class Settings(BaseSettings):
     """How often ``sitesync worker --serve`` looks for new runs, and the first wait after a
     store outage (doubling up to a minute)."""
 
-    store_retry_seconds: float = Field(DEFAULT_RETRY_SECONDS, gt=0)
+    store_retry_seconds: float = Field(300.0, gt=0)
     """How long a worker waits out a store that is unreachable (lost PostgreSQL connection,
     server restart, failover) or locked (SQLite) before it gives up and exits with code 75,
     leaving its run ``running`` for the watchdog."""
@@ -261,11 +258,11 @@ class Settings(BaseSettings):
     max_asset_bytes: int = Field(5 * 1024 * 1024, gt=0)
     """Largest asset downloaded; a larger one is recorded without its body."""
 
-    max_attempts_kept: int = Field(DEFAULT_MAX_ATTEMPTS_KEPT, ge=1)
+    max_attempts_kept: int = Field(10, ge=1)
     """Attempts kept per task in its history (start, end, worker, outcome, status, error,
     bytes, redirect hops; ``sitesync why``); older ones are dropped."""
 
-    max_stored_body_bytes: int = Field(DEFAULT_MAX_STORED_BODY_BYTES, ge=0)
+    max_stored_body_bytes: int = Field(2 * 1024 * 1024, ge=0)
     """Largest body kept with a record version (compressed, once per content hash); a larger
     one is not kept, and the version notes its size."""
 

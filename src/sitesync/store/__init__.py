@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sitesync.config import setting_default
 from sitesync.errors import ConfigError
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store.base import FrontierStore, RunStore, Store
@@ -13,7 +14,7 @@ async def open_store(
     db: str,
     *,
     retry_seconds: float = DEFAULT_RETRY_SECONDS,
-    sqlite_busy_timeout: float = 30.0,
+    sqlite_busy_timeout: float = setting_default("sqlite_busy_timeout"),
 ) -> Store:
     """Open the store named by ``db``.
 

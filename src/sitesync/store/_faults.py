@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import tenacity
 
+from sitesync.config import setting_default
 from sitesync.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Default of ``store_retry_seconds``.
-DEFAULT_RETRY_SECONDS = 300.0
+DEFAULT_RETRY_SECONDS: float = setting_default("store_retry_seconds")
 _FIRST_WAIT = 0.05
 _LONGEST_WAIT = 5.0
 

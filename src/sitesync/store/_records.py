@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sitesync.config import setting_default
 from sitesync.models import AssetRecord, HostAssets, RecordChange, RecordVersion
 
-DEFAULT_MAX_STORED_BODY_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_STORED_BODY_BYTES: int = setting_default("max_stored_body_bytes")
 COMPRESSION = "zlib"
 #: Record kinds that move the per-run-and-host asset counters.
 ASSET_KINDS = frozenset({"image", "document"})

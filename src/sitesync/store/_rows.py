@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sitesync.config import setting_default
 from sitesync.models import (
     Attempt,
     Claim,
@@ -45,7 +46,7 @@ class Decoders:
 
 
 #: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.
-DEFAULT_MAX_ATTEMPTS_KEPT = 10
+DEFAULT_MAX_ATTEMPTS_KEPT: int = setting_default("max_attempts_kept")
 
 
 def run_from_row(row: Row, *, config: Mapping[str, Any]) -> Run:

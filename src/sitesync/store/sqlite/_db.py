@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sitesync.config import setting_default
 from sitesync.errors import MigrationError, StoreError, StoreLocked
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
@@ -45,7 +46,7 @@ class SqliteDb:
         self,
         path: str | Path,
         *,
-        busy_timeout: float = 30.0,
+        busy_timeout: float = setting_default("sqlite_busy_timeout"),
         synchronous: str = "NORMAL",
         clock: Callable[[], float] = time.time,
         retry_seconds: float = DEFAULT_RETRY_SECONDS,
