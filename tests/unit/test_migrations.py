@@ -7,6 +7,7 @@ import sqlite3
 from importlib import resources
 from pathlib import Path
 
+from sitesync.models import NewTask, RunConfig, RunStatus
 from sitesync.store.sqlite.store import SqliteStore
 
 
@@ -56,3 +57,35 @@ def test_opening_twice_applies_nothing_again(tmp_path: Path) -> None:
     conn = sqlite3.connect(db)
     count = conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]
     assert count == conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+
+
+def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> None:
+    """0010's backfill: a store whose tasks predate run_host_counts claims the hosts that
+    have pending work, and only those."""
+    db = tmp_path / "old.db"
+    tasks = [NewTask(url=f"http://{h}/{n}", host=h, depth=0) for n, h in enumerate("abc")]
+
+    async def crawl_a_little() -> None:
+        store = await SqliteStore.open(db)
+        run = await store.create_run(RunConfig(seeds=("http://a/",)))
+        await store.transition_run(run.id, RunStatus.RUNNING)
+        await store.add_tasks(run.id, tasks)
+        [lease] = await store.acquire(run.id, worker_id="w", limit=1, lease_seconds=30)
+        assert lease.host == "a"
+        await store.close()
+
+    async def claim() -> list[str]:
+        store = await SqliteStore.open(db)
+        grant = await store.claim_hosts(1, worker_id="w2", claim_seconds=30, worker_ttl=30)
+        await store.close()
+        return sorted(c.host for c in grant.claims)
+
+    asyncio.run(crawl_a_little())
+    conn = sqlite3.connect(db)
+    with conn:  # back to before 0010, the tasks kept
+        for trigger in ("tasks_count_insert", "tasks_count_state", "tasks_count_delete"):
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE run_host_counts")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 10")
+    conn.close()
+    assert asyncio.run(claim()) == ["b", "c"]  # a's only task is leased: no pending work

@@ -47,20 +47,16 @@ UPDATE claims SET expires_at = :expires_at
  WHERE run_id = :run_id AND worker_id = :worker_id AND expires_at > :now;
 
 -- name: drop_finished_claims
--- A host with nothing pending or leased needs no holder.
+-- A host with nothing pending or leased needs no holder (its counter row says so).
 DELETE FROM claims
  WHERE run_id = :run_id AND worker_id = :worker_id
-   -- Two probes, not one "state IN (...)": each is answered by a partial index, where
-   -- the combined one would walk every finished task of the run.
-   AND NOT EXISTS (SELECT 1 FROM tasks
-                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
-                      AND tasks.state = 'pending')
-   AND NOT EXISTS (SELECT 1 FROM tasks
-                    WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
-                      AND tasks.state = 'assigned');
+   AND NOT EXISTS (SELECT 1 FROM run_host_counts AS c
+                    WHERE c.run_id = claims.run_id AND c.host = claims.host
+                      AND (c.pending > 0 OR c.assigned > 0));
 
 -- name: count_hosts_with_work
-SELECT COUNT(DISTINCT host) AS n FROM tasks WHERE run_id = :run_id AND state = 'pending';
+-- From the host rows (run_host_counts_with_work): the cost follows hosts, not the frontier.
+SELECT COUNT(*) AS n FROM run_host_counts WHERE run_id = :run_id AND pending > 0;
 
 -- name: drop_surplus_claims
 -- Over its fair share, a worker lets go of hosts where it has nothing in flight.
@@ -79,10 +75,15 @@ DELETE FROM claims
 -- work first. A claim taken over from an expired holder keeps its row, new owner.
 INSERT INTO claims (run_id, host, worker_id, expires_at, claimed_at)
 SELECT :run_id, host, :worker_id, :expires_at, :now
-  FROM (SELECT host, MIN(id) AS first_id FROM tasks
-         WHERE run_id = :run_id AND state = 'pending'
-           AND host NOT IN (SELECT host FROM claims WHERE run_id = :run_id AND expires_at > :now)
-         GROUP BY host
+  FROM (SELECT c.host,
+               -- one probe of tasks_pending_by_host per host (its entries end with the id)
+               (SELECT MIN(t.id) FROM tasks AS t
+                 WHERE t.run_id = c.run_id AND t.host = c.host AND t.state = 'pending')
+                 AS first_id
+          FROM run_host_counts AS c
+         WHERE c.run_id = :run_id AND c.pending > 0
+           AND c.host NOT IN (SELECT host FROM claims
+                               WHERE run_id = :run_id AND expires_at > :now)
          ORDER BY first_id
          LIMIT :limit) AS free_hosts
  WHERE true

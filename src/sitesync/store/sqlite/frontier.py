@@ -131,10 +131,10 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
     if not tasks:
         return 0
     room = rules.admission_room(select_run(conn, run_id))
-    before = conn.total_changes
+    # rowcount, not total_changes: that one also counts the rows the tasks' triggers
+    # write (run_host_counts); executemany sums rowcount over the batch.
     if room is None:
-        conn.executemany(Q["insert_task"], task_rows(run_id, tasks, now))
-        admitted = conn.total_changes - before
+        admitted = conn.executemany(Q["insert_task"], task_rows(run_id, tasks, now)).rowcount
     else:
         # Duplicates do not count against max_pages, so insert in slices no larger
         # than the room left and re-measure after each.
@@ -142,9 +142,7 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
         while room > 0 and position < len(tasks):
             chunk = tasks[position : position + room]
             position += len(chunk)
-            mark = conn.total_changes
-            conn.executemany(Q["insert_task"], task_rows(run_id, chunk, now))
-            gained = conn.total_changes - mark
+            gained = conn.executemany(Q["insert_task"], task_rows(run_id, chunk, now)).rowcount
             admitted += gained
             room -= gained
     if admitted:
