@@ -49,11 +49,18 @@ ensure_postgresql() {
     install_debian_packages /usr/bin/psql postgresql
 }
 
+# The clock-skew tests run a worker under libfaketime, a machine whose clock is minutes off.
+ensure_faketime() {
+    command -v faketime >/dev/null 2>&1 && return 0
+    install_debian_packages faketime faketime
+}
+
 # --- add further dependencies here, one function each ------------------------------------------
 
 main() {
     ensure_chromium
     ensure_postgresql
+    ensure_faketime
 }
 
 main "$@"

@@ -137,7 +137,8 @@ class HostLimiter:
         self._host(host).pace.restore(learned)
 
     def pause(self, host: str, until: float) -> None:
-        """Start nothing on ``host`` before wall-clock time ``until`` (Retry-After)."""
+        """Start nothing on ``host`` before ``until`` on the limiter's clock (the store's:
+        a pause is shared with every worker through it)."""
         state = self._host(host)
         state.paused_until = max(state.paused_until, until)
 
@@ -151,19 +152,19 @@ class HostLimiter:
         return 0.0 if state is None else state.paused_until
 
     def paused_hosts(self, *, longer_than: float = 0.0) -> list[str]:
-        horizon = time.time() + longer_than
+        horizon = self._clock() + longer_than
         return [name for name, state in self._hosts.items() if state.paused_until > horizon]
 
     @contextlib.asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[Turn]:
         fixed = not self.adaptive.enabled and self.concurrency <= 0 and self.delay <= 0
         if fixed and host not in self._hosts:
-            yield Turn(host, time.time(), None)
+            yield Turn(host, self._clock(), None)
             return
         state = self._host(host)
         # The lock makes waiters take their turns in order, each one delay apart.
         async with state.lock:
-            pause = state.paused_until - time.time()
+            pause = state.paused_until - self._clock()
             if pause > 0:
                 await asyncio.sleep(pause)
             # Re-read after each wait: a Crawl-delay or a back-off may have lengthened the

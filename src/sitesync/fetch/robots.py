@@ -62,8 +62,11 @@ class RobotsCache:
         error_ttl: float = 300,
         max_bytes: int = 512 * 1024,
         persist: Persist | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._fetcher = fetcher
+        # Expiries are stored and preloaded by other workers: read on the store's clock.
+        self._clock = clock
         # Match rules on the product token (the User-Agent's first word), as RFC 9309 asks.
         self._agent = user_agent.split("/", 1)[0].split()[0] if user_agent.strip() else "*"
         self.ttl = ttl
@@ -74,7 +77,7 @@ class RobotsCache:
 
     def preload(self, origin: str, *, status: int, body: str | None, expires_at: float) -> None:
         """Use a stored answer (from another worker) until it expires, instead of refetching."""
-        if expires_at <= time.time() or self.is_fresh(origin):
+        if expires_at <= self._clock() or self.is_fresh(origin):
             return
         entry = self._entries.setdefault(origin, _Entry(expires_at=0.0))
         self._apply(entry, status, body, expires_at, error=None)
@@ -121,16 +124,16 @@ class RobotsCache:
 
     def is_fresh(self, origin: str) -> bool:
         entry = self._entries.get(origin)
-        return entry is not None and entry.expires_at > time.time()
+        return entry is not None and entry.expires_at > self._clock()
 
     async def _entry(self, origin: str, gate: Gate | None) -> _Entry:
         entry = self._entries.get(origin)
         if entry is None:
             entry = self._entries[origin] = _Entry(expires_at=0.0)
-        if entry.expires_at > time.time():
+        if entry.expires_at > self._clock():
             return entry
         async with entry.lock:  # one fetch per origin, however many URLs wait for it
-            if entry.expires_at <= time.time():
+            if entry.expires_at <= self._clock():
                 async with gate() if gate is not None else contextlib.nullcontext():
                     result = await self._fetcher.fetch(
                         origin + "/robots.txt", may_follow=_robots_redirects(origin)
@@ -157,7 +160,7 @@ class RobotsCache:
         # A 2xx whose body could not be used (too large, redirected away) allows all; no
         # answer at all (status 0) stays 0: unreachable, everything disallowed for now.
         status = result.status if ok or result.status >= 300 or unreachable else 404
-        self._apply(entry, status, body, time.time() + ttl, error=result.error or result.outcome)
+        self._apply(entry, status, body, self._clock() + ttl, error=result.error or result.outcome)
         return status, body
 
     def _apply(

@@ -9,7 +9,6 @@ claim it started under, even if renewals then fail.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from sitesync.models import ClaimGrant
@@ -64,7 +63,7 @@ class ClaimKeeper:
 
     def holds(self, host: str) -> bool:
         """May a fetch on ``host`` start now?"""
-        return self._expires.get(host, 0.0) - time.time() > self.safety
+        return self._expires.get(host, 0.0) - self.store.now() > self.safety
 
     async def may_request(self, host: str) -> bool:
         """May this worker send ``host`` a request now (a redirect hop, a sitemap, an asset)?
@@ -75,7 +74,7 @@ class ClaimKeeper:
         """
         if host in self._expires:
             return self.holds(host)
-        now = time.time()
+        now = self.store.now()
         if now - self._others_read_at > OTHERS_TTL_SECONDS:
             claims = await self.store.list_claims(self.run_id)
             self._others = {

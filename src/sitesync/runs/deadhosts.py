@@ -17,7 +17,6 @@ host over goes on counting where the last one stopped.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -88,7 +87,7 @@ class DeadHosts:
         stored = await self.store.get_run_host(run_id, host)
         if stored is None or (stored.failures == 0 and stored.ended_as is None):
             return
-        health = self._hosts.setdefault(host, _Health(first_failure_at=time.time()))
+        health = self._hosts.setdefault(host, _Health(first_failure_at=self.store.now()))
         health.failures = max(health.failures, stored.failures)
         if stored.ended_as is not None:
             reason = stored.ended_reason or stored.ended_as
@@ -102,7 +101,7 @@ class DeadHosts:
         when dead-host handling is off: the caller treats the failure as before."""
         if self.attempts <= 0:
             return None
-        now = time.time()
+        now = self.store.now()
         health = self._hosts.setdefault(lease.host, _Health(first_failure_at=now))
         if health.end is not None:
             return health.end.report(lease)

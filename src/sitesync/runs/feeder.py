@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import Counter
 
 from sitesync.fetch.politeness import HostLimiter
@@ -124,5 +123,5 @@ class LeaseFeeder:
         wait = self.options.poll_interval
         next_at = await self.store.next_eligible_at(self.run_id)
         if next_at is not None:
-            wait = min(wait, max(0.01, next_at - time.time()))
+            wait = min(wait, max(0.01, next_at - self.store.now()))
         await asyncio.sleep(wait)

@@ -34,6 +34,7 @@ class HostStateSync:
             delay=options.delay,
             max_delay=options.max_crawl_delay,
             adaptive=options.adaptive,
+            clock=store.now,  # pauses and paces are shared through the store: its clock
         )
         self.robots = (
             RobotsCache(
@@ -41,6 +42,7 @@ class HostStateSync:
                 user_agent=user_agent,
                 error_ttl=options.robots_recheck_seconds,
                 persist=self._persist_robots,
+                clock=store.now,
             )
             if options.respect_robots
             else None
@@ -59,7 +61,7 @@ class HostStateSync:
         state = await self.store.get_host_state(host)
         if state is None:
             return
-        if state.paused_until > time.time():
+        if state.paused_until > self.store.now():
             self.limiter.pause(host, state.paused_until)
         if state.pace_delay is not None and state.pace_since is not None and state.pace_reason:
             self.limiter.restore(
@@ -87,7 +89,7 @@ class HostStateSync:
     async def save_next_starts(self, hosts: list[str]) -> None:
         """Store when each host may next be asked, before its claim may pass to another
         worker: the delay then holds across the hand-over, not only within one worker."""
-        now, mono = time.time(), time.monotonic()
+        now, mono = self.store.now(), time.monotonic()
         for host in hosts:
             wait = self.limiter.next_start(host) - mono
             if wait > 0:

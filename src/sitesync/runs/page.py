@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -104,17 +103,19 @@ class PageAttempts:
         )  # fmt: skip
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
-        started = time.time()
+        started = self.store.now()
         try:
             outcome = await self._attempt(lease)
         except Halted:
             # Paused (or stopped) while this lease waited for its host's turn: it goes
             # back untried, and no request starts after the pause.
-            return Deferral(lease, time.time())
+            return Deferral(lease, self.store.now())
         if isinstance(outcome, Deferral):
             return outcome
         # The attempt's history row: when it ran, and on which worker.
-        return replace(outcome, started_at=started, ended_at=time.time(), worker_id=self.worker_id)
+        return replace(
+            outcome, started_at=started, ended_at=self.store.now(), worker_id=self.worker_id
+        )
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
         before = await self._before_fetch(lease)
@@ -133,7 +134,7 @@ class PageAttempts:
             elif result.status > 0:
                 await self.dead_hosts.answered(lease)
         if result.retry_after is not None:
-            until = time.time() + min(result.retry_after, self.max_retry_after)
+            until = self.store.now() + min(result.retry_after, self.max_retry_after)
             self.limiter.pause(lease.host, until)
             # Stored, so the next holder of this host honours it too.
             await self.store.save_host_pause(lease.host, until=until)
@@ -148,12 +149,12 @@ class PageAttempts:
         if not self.claims.holds(lease.host):
             # Our claim on the host is gone or too close to expiry for a whole fetch:
             # whoever holds it next fetches this URL.
-            return Deferral(lease, time.time())
+            return Deferral(lease, self.store.now())
         ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
         if ended is not None:  # a dead host: this task ends like the rest of its tasks
             return await self._root_plugins(lease, None, ended)
         paused_until = self.limiter.paused_until(lease.host)
-        if paused_until > time.time() + DEFER_AFTER_SECONDS:
+        if paused_until > self.store.now() + DEFER_AFTER_SECONDS:
             return Deferral(lease, paused_until)
         if self.robots is None:
             return None
@@ -277,7 +278,7 @@ class PageAttempts:
             if handled is not None:
                 return handled
         if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
-            delay = max(verdict.retry_at - time.time(), self.retry.delay(lease.attempt_count))
+            delay = max(verdict.retry_at - self.store.now(), self.retry.delay(lease.attempt_count))
             return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,
                               outcome=FetchOutcome.BLOCKED)  # fmt: skip
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,

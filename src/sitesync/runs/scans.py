@@ -13,7 +13,6 @@ Cadences are checked and stepped in :mod:`sitesync.cadence`.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from sitesync.cadence import check_cadence, next_run_after
@@ -77,7 +76,7 @@ async def schedule_scan(
 ) -> float:
     """Scan ``scope`` on ``cadence`` from now on (replacing its schedule); the first time due."""
     cadence = check_cadence(cadence)
-    next_run_at = next_run_after(cadence, time.time() if now is None else now)
+    next_run_at = next_run_after(cadence, store.now() if now is None else now)
     await store.set_schedule(scope, cadence=cadence, next_run_at=next_run_at)
     return next_run_at
 
@@ -93,7 +92,7 @@ async def start_due_scans(
     supervisor calls this on every loop; two supervisors calling it together start one
     scan per scope (the store's conflict check), never two at once.
     """
-    now = time.time() if now is None else now
+    now = store.now() if now is None else now  # the fleet's clock: the store's
     started: list[Run] = []
     for schedule in await store.list_schedules():
         if schedule.next_run_at > now:

@@ -36,7 +36,6 @@ import logging
 import os
 import secrets
 import socket
-import time
 from collections.abc import Awaitable
 
 from sitesync.fetch.base import Fetcher
@@ -328,7 +327,7 @@ class CrawlWorker:
                 lease=lease,
                 ok=False,
                 worker_id=self.worker_id,
-                ended_at=time.time(),
+                ended_at=self.store.now(),
                 error=f"internal error: {one_line(exc)}",
                 retry_delay=self.options.retry.delay(lease.attempt_count),
             )
