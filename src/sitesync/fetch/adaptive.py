@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sitesync.config import setting_default
+
 #: The smallest back-off step, in seconds: doubling a configured delay of 0 gives nothing.
 MIN_STEP = 0.1
 #: Statuses that say "too much": the host is overloaded or rate limiting.
@@ -51,10 +53,11 @@ SAVE_CHANGE = 0.1
 class PaceSettings:
     enabled: bool = True
     min_delay: float = 0.0  # the configured delay: never faster
-    max_delay: float = 30.0  # the ceiling: never slower
+    max_delay: float = setting_default("adaptive_max_delay")  # the ceiling: never slower
     concurrency: int = 1  # the configured per-host concurrency (0: no cap, never adapted)
-    recovery_seconds: float = 20.0  # calm time that halves the extra delay
-    latency_factor: float = 3.0  # latency this many times the normal is a back-off
+    # Calm time that halves the extra delay.
+    recovery_seconds: float = setting_default("adaptive_recovery_seconds")
+    latency_factor: float = setting_default("adaptive_latency_factor")  # latency x normal: back off
 
 
 @dataclass(frozen=True, slots=True)

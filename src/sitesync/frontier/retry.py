@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import tenacity
 
+from sitesync.config import setting_default
+
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
@@ -15,9 +17,9 @@ class RetryPolicy:
     next-eligible time), so the policy only answers "how long after attempt N".
     """
 
-    initial: float = 1.0
-    maximum: float = 60.0
-    jitter: float = 1.0
+    initial: float = setting_default("retry_backoff")
+    maximum: float = setting_default("retry_backoff_max")
+    jitter: float = 1.0  # at most a second, and never more than the first wait (runs/wiring.py)
 
     def delay(self, attempt: int) -> float:
         wait = tenacity.wait_exponential_jitter(
