@@ -69,7 +69,7 @@ def _modules(under: str) -> dict[str, set[str]]:
 RULES: list[tuple[str, tuple[str, ...]]] = [
     ("config.py", (*ENGINE, *FACES)),
     ("store", ("sitesync.runs", "sitesync.cli", "sitesync.web", "sitesync.readmodel")),
-    ("readmodel", ("sitesync.cli", "sitesync.web", "sitesync.runs")),
+    ("readmodel", ("sitesync.cli", "sitesync.web", "sitesync.runs", "sitesync.plugins")),
     ("web", ("sitesync.cli",)),
 ]
 

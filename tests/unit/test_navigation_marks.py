@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sitesync.fetch.base import FetchOutcome
 from sitesync.models import Task, TaskState
-from sitesync.plugins.builtin.navigation import failure_of, mark_failed
+from sitesync.readmodel.navigation import failure_of, mark_failed
 
 
 def task(state: TaskState, outcome: str | None, status: int | None) -> Task:

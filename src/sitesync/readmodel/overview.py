@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from sitesync.config import Settings
 from sitesync.models import Claim, Domain, Run, RunStatus, Task, TaskState, WorkerInfo
-from sitesync.plugins.builtin.navigation import failure_of, mark_failed, sampled_urls
 from sitesync.readmodel.idle import gather_idle_facts, idle_reasons, is_live, slowed_hosts
+from sitesync.readmodel.navigation import failure_of, mark_failed, sampled_urls
 from sitesync.readmodel.samples import SampleBook
 from sitesync.readmodel.schema import (
     ClaimRow,
