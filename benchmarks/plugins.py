@@ -6,13 +6,19 @@ extraction parsed), then times ``PluginPipeline.process`` alone: CPU time per pa
 several passes, for all plugins and for each one. ``--parse`` withholds the tree, so each
 page is parsed again (what a pipeline costs without the crawl's parse to share).
 
-    python benchmarks/plugins.py [--pages 200] [--plugins page,links]
+Then the records each selection made are written as a crawl writes them: the pages' reports,
+in batches of 64, into a new SQLite store (``record writes``: CPU per page of ``report`` with
+the records, less the same reports without them; every thread of the process counted, the
+store's own included).
+
+    python benchmarks/plugins.py [--pages 200] [--plugins page,links] [--no-writes]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 import time
 import urllib.request
 from typing import Any
@@ -20,9 +26,10 @@ from typing import Any
 from sitesync.config import load_settings
 from sitesync.fetch.base import FetchOutcome
 from sitesync.html import extract_links
-from sitesync.models import CrawlArtifact
+from sitesync.models import AssetRecord, CrawlArtifact, NewTask, RunConfig, RunStatus, TaskReport
 from sitesync.plugins.loader import discover
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
+from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
 
 Page = tuple[CrawlArtifact, Any]
@@ -68,12 +75,53 @@ async def per_page(pipeline: PluginPipeline, pages: list[Page], passes: int, par
     return best
 
 
+#: Reports per store transaction, as the crawl's reporter batches them.
+REPORT_BATCH = 64
+
+
+async def records_of(pipeline: PluginPipeline, pages: list[Page]) -> list[tuple[AssetRecord, ...]]:
+    return [(await pipeline.process(a, tree=tree)).records for a, tree in pages]
+
+
+async def write_cost(pages: list[Page], records: list[tuple[AssetRecord, ...]]) -> float:
+    """CPU seconds per page of reporting the pages with ``records``, in a new SQLite store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await open_store(f"{tmp}/plugins.db")
+        try:
+            urls = tuple(artifact.final_url for artifact, _ in pages)
+            run = await store.create_run(RunConfig(seeds=urls[:1]))
+            await store.transition_run(run.id, RunStatus.RUNNING)
+            tasks = [NewTask(url=u, host=u.split("/")[2], depth=1) for u in urls]
+            await store.add_tasks(run.id, tasks)
+            by_url = dict(zip(urls, records, strict=True))
+            started = time.process_time()
+            while leases := await store.acquire(
+                run.id, worker_id="bench", limit=REPORT_BATCH, lease_seconds=60
+            ):
+                reports = [
+                    TaskReport(
+                        lease=lease,
+                        ok=True,
+                        http_status=200,
+                        bytes_fetched=20_000,
+                        outcome="success",
+                        records=by_url[lease.url],
+                    )
+                    for lease in leases
+                ]
+                await store.report(run.id, reports)
+            return (time.process_time() - started) / len(pages)
+        finally:
+            await store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--passes", type=int, default=7)
     parser.add_argument("--plugins", default=None, help="comma-separated; default: all found")
     parser.add_argument("--parse", action="store_true", help="parse each page again")
+    parser.add_argument("--no-writes", action="store_true", help="skip the record writes")
     args = parser.parse_args()
     pages = fetch_pages(args.pages)
     size = sum(len(a.body) for a, _ in pages) // len(pages)
@@ -85,7 +133,14 @@ def main() -> None:
     ]:
         pipeline = build_pipeline(load_settings(plugins=selection))
         seconds = asyncio.run(per_page(pipeline, pages, args.passes, args.parse))
-        print(f"{seconds * 1e6:8.1f} us  {label}")
+        line = f"{seconds * 1e6:8.1f} us  {label}"
+        if not args.no_writes:
+            made = asyncio.run(records_of(pipeline, pages))
+            bare = asyncio.run(write_cost(pages, [() for _ in pages]))
+            writes = asyncio.run(write_cost(pages, made)) - bare
+            count = sum(map(len, made)) / len(pages)
+            line += f"   record writes {writes * 1e6:8.1f} us ({count:.1f} records/page)"
+        print(line)
 
 
 if __name__ == "__main__":

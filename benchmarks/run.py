@@ -4,8 +4,9 @@ The site (``sitesync.testing``) runs in its own process; each tool runs in its o
 wall time, CPU time (user + sys) and peak RSS are measured per tool from ``os.wait4``'s rusage.
 See ``benchmarks/README.md``.
 
-    python benchmarks/run.py [--hosts 20 --pages-per-host 1000 --concurrency 64]
-                             [--skip-scrapy] [--only bare|scrapy|sitesync ...] [--json OUT]
+    python benchmarks/run.py [--hosts 20 --pages-per-host 1000 | --pages N] [--concurrency 64]
+                             [--skip-scrapy] [--only bare|scrapy|sitesync|sitesync-links ...]
+                             [--rounds N] [--json OUT]
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import select
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,7 +30,9 @@ import psutil
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 STATS_PATH = "/__bench_stats__"
-TOOLS = ("bare", "scrapy", "sitesync")
+TOOLS = ("bare", "scrapy", "sitesync", "sitesync-links")
+#: The built-in plugins (records and stored bodies), as users run them.
+BUILTIN_PLUGINS = "page,links,navigation,assets"
 
 
 @dataclass
@@ -61,24 +65,31 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def child_env() -> dict[str, str]:
+def child_env(tool: str = "") -> dict[str, str]:
     env = dict(os.environ)
+    # Bytecode as an installed package has it: without the cache each process would compile
+    # every module it imports (about 1 s of CPU for sitesync), measured as part of the crawl.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     # Children import sitesync from this checkout even when the venv's editable install is absent.
     src = str(REPO / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # The built-in plugins, as users run them: the dev extra also installs the test suite's
     # example plugin, which would add its records to every page measured.
-    env.setdefault("SITESYNC_PLUGINS", "page,links,navigation,assets")
+    # sitesync-links: no plugin at all, only the crawl's own link extraction.
+    if tool == "sitesync-links":
+        env["SITESYNC_PLUGINS"] = ""
+    else:
+        env.setdefault("SITESYNC_PLUGINS", BUILTIN_PLUGINS)
     # The generated site is on loopback, which crawls refuse unless it is opened.
     env.setdefault("SITESYNC_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
     return env
 
 
-def run_measured(cmd: list[str], timeout: float) -> Measured:
+def run_measured(cmd: list[str], timeout: float, tool: str = "") -> Measured:
     """Run ``cmd`` to completion; wall, CPU and peak RSS come from the kernel's rusage."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=child_env(), cwd=REPO)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=child_env(tool), cwd=REPO)
         timed_out = False
         while True:
             # wait4 (not Popen.wait) because only it returns the child's own rusage.
@@ -197,6 +208,9 @@ def run_tool(
             c,
             "--delay",
             "0",
+            # Politeness off, as for the other tools: on a loaded 2-core machine the
+            # loopback's latency swings, and adapting to it would measure the machine.
+            "--no-adaptive-politeness",
             "--no-robots",
             "--no-sitemaps",
         ]
@@ -205,7 +219,7 @@ def run_tool(
     before = server.stats()
     cpu_before = server.cpu_seconds()
     print(f"[{tool}] running ...", flush=True)
-    m = run_measured(cmd, args.timeout)
+    m = run_measured(cmd, args.timeout, tool)
     after = server.stats()
     result.server_cpu_seconds = server.cpu_seconds() - cpu_before
     # The first stats request (a 200) is counted between the two readings: subtract it so the
@@ -229,7 +243,7 @@ def run_tool(
         result.error = f"unreadable result JSON: {exc}"
         return result
     result.details = report
-    if tool == "sitesync":
+    if tool.startswith("sitesync"):
         pages = report.get("pages_fetched", report.get("completed"))
     else:
         pages = report.get("pages")
@@ -258,8 +272,8 @@ def ratio(a: float | None, b: float | None) -> str:
 
 def print_table(results: dict[str, ToolResult]) -> None:
     header = (
-        f"{'tool':<9} {'pages':>7} {'seconds':>8} {'pages/s':>8} {'CPU s':>7} "
-        f"{'peak RSS MB':>11} {'srv CPU s':>9}  check"
+        f"{'tool':<14} {'pages':>7} {'seconds':>8} {'pages/s':>8} {'CPU s':>7} "
+        f"{'CPU ms/page':>11} {'peak RSS MB':>11} {'srv CPU s':>9}  check"
     )
     print()
     print(header)
@@ -268,26 +282,44 @@ def print_table(results: dict[str, ToolResult]) -> None:
         r = results.get(tool)
         if r is None:
             continue
+        ms = per_page(r)
         print(
-            f"{tool:<9} {fmt(r.pages, 'd'):>7} {fmt(r.seconds, '.2f'):>8} "
+            f"{tool:<14} {fmt(r.pages, 'd'):>7} {fmt(r.seconds, '.2f'):>8} "
             f"{fmt(r.pages_per_second, '.0f'):>8} {fmt(r.cpu_seconds, '.2f'):>7} "
+            f"{fmt(ms and ms * 1000, '.3f'):>11} "
             f"{fmt(r.peak_rss_mb, '.0f'):>11} {fmt(r.server_cpu_seconds, '.2f'):>9}  "
             f"{r.pages_check if r.ok else 'FAILED'}"
         )
-    mine = results.get("sitesync")
-    for other in ("scrapy", "bare"):
-        theirs = results.get(other)
-        if mine is None or theirs is None or not (mine.ok and theirs.ok):
-            continue
-        print(
-            f"sitesync/{other}: pages/s {ratio(mine.pages_per_second, theirs.pages_per_second)}, "
-            f"CPU s {ratio(mine.cpu_seconds, theirs.cpu_seconds)}, "
-            f"CPU s/page {ratio(per_page(mine), per_page(theirs))}, "
-            f"peak RSS {ratio(mine.peak_rss_mb, theirs.peak_rss_mb)}"
-        )
+    for mine in (results.get("sitesync"), results.get("sitesync-links")):
+        for other in ("scrapy", "bare"):
+            theirs = results.get(other)
+            if mine is None or theirs is None or not (mine.ok and theirs.ok):
+                continue
+            print(
+                f"{mine.tool}/{other}: pages/s "
+                f"{ratio(mine.pages_per_second, theirs.pages_per_second)}, "
+                f"CPU s {ratio(mine.cpu_seconds, theirs.cpu_seconds)}, "
+                f"CPU s/page {ratio(per_page(mine), per_page(theirs))}, "
+                f"peak RSS {ratio(mine.peak_rss_mb, theirs.peak_rss_mb)}"
+            )
     for r in results.values():
         if r.error:
             print(f"\n[{r.tool}] FAILED: {r.error}")
+
+
+def print_rounds(rounds: list[dict[str, ToolResult]]) -> None:
+    """Each round's pages/s ratios against the bare loop of the same round, and their median."""
+    for tool in ("sitesync", "sitesync-links"):
+        ratios = []
+        for results in rounds:
+            mine, bare = results.get(tool), results.get("bare")
+            if mine and bare and mine.ok and bare.ok and bare.pages_per_second:
+                ratios.append((mine.pages_per_second or 0) / bare.pages_per_second)
+        if ratios:
+            listed = ", ".join(f"{r:.2f}x" for r in ratios)
+            print(
+                f"{tool}/bare pages/s by round: {listed}; median {statistics.median(ratios):.2f}x"
+            )
 
 
 def per_page(r: ToolResult) -> float | None:
@@ -298,6 +330,15 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages-per-host", type=int, default=1000)
+    parser.add_argument(
+        "--pages", type=int, help="pages of the whole site (sets --pages-per-host to N / hosts)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every tool N times, in a rotated order each round",
+    )
     parser.add_argument("--links-per-page", type=int, default=25)
     parser.add_argument("--page-bytes", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=64)
@@ -312,6 +353,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    if args.pages is not None:
+        args.pages_per_host = max(1, args.pages // args.hosts)
     tools = [t for t in TOOLS if t in (args.only or TOOLS)]
     if args.skip_scrapy and "scrapy" in tools:
         tools.remove("scrapy")
@@ -326,34 +369,51 @@ def main() -> int:
         f"concurrency {args.concurrency}, {os.cpu_count()} CPUs",
         flush=True,
     )
-    results: dict[str, ToolResult] = {}
+    rounds: list[dict[str, ToolResult]] = []
     server = Server(spec)
     try:
         print(f"server: pid {server.proc.pid}, port {server.port}", flush=True)
         with tempfile.TemporaryDirectory(prefix="sitesync-bench-") as tmp:
-            for tool in tools:
-                workdir = Path(tmp) / tool
-                workdir.mkdir()
-                try:
-                    results[tool] = run_tool(tool, server, spec, args, workdir)
-                except Exception as exc:  # one tool's harness failure must not lose the others
-                    results[tool] = ToolResult(tool, error=f"{type(exc).__name__}: {exc}")
-                r = results[tool]
-                status = f"{r.pages} pages in {r.seconds:.1f}s" if r.ok and r.seconds else "failed"
-                print(f"[{tool}] {status}", flush=True)
+            for n in range(args.rounds):
+                # Rotated, so that no tool always runs first (or right after another).
+                order = tools[n % len(tools) :] + tools[: n % len(tools)]
+                rounds.append(run_round(order, server, spec, args, Path(tmp) / str(n)))
     finally:
         server.stop()
 
-    print_table(results)
+    for n, results in enumerate(rounds):
+        if args.rounds > 1:
+            print(f"\nround {n + 1}")
+        print_table(results)
+    if args.rounds > 1:
+        print()
+        print_rounds(rounds)
     if args.json:
         payload = {
             "spec": spec,
             "concurrency": args.concurrency,
             "cpus": os.cpu_count(),
-            "results": {tool: asdict(r) for tool, r in results.items()},
+            "rounds": [{tool: asdict(r) for tool, r in results.items()} for results in rounds],
         }
         args.json.write_text(json.dumps(payload, indent=2))
-    return 0 if all(r.ok for r in results.values()) else 1
+    return 0 if all(r.ok for results in rounds for r in results.values()) else 1
+
+
+def run_round(
+    tools: list[str], server: Server, spec: dict[str, Any], args: argparse.Namespace, tmp: Path
+) -> dict[str, ToolResult]:
+    results: dict[str, ToolResult] = {}
+    for tool in tools:
+        workdir = tmp / tool
+        workdir.mkdir(parents=True)
+        try:
+            results[tool] = run_tool(tool, server, spec, args, workdir)
+        except Exception as exc:  # one tool's harness failure must not lose the others
+            results[tool] = ToolResult(tool, error=f"{type(exc).__name__}: {exc}")
+        r = results[tool]
+        status = f"{r.pages} pages in {r.seconds:.1f}s" if r.ok and r.seconds else "failed"
+        print(f"[{tool}] {status}", flush=True)
+    return results
 
 
 if __name__ == "__main__":
