@@ -77,6 +77,13 @@ async def per_page(pipeline: PluginPipeline, pages: list[Page], passes: int, par
 
 #: Reports per store transaction, as the crawl's reporter batches them.
 REPORT_BATCH = 64
+#: A report of a page fetched and answered, as the crawl makes it.
+ANSWERED: dict[str, Any] = {
+    "ok": True,
+    "http_status": 200,
+    "bytes_fetched": 20_000,
+    "outcome": "success",
+}
 
 
 async def records_of(pipeline: PluginPipeline, pages: list[Page]) -> list[tuple[AssetRecord, ...]]:
@@ -99,14 +106,7 @@ async def write_cost(pages: list[Page], records: list[tuple[AssetRecord, ...]]) 
                 run.id, worker_id="bench", limit=REPORT_BATCH, lease_seconds=60
             ):
                 reports = [
-                    TaskReport(
-                        lease=lease,
-                        ok=True,
-                        http_status=200,
-                        bytes_fetched=20_000,
-                        outcome="success",
-                        records=by_url[lease.url],
-                    )
+                    TaskReport(lease=lease, records=by_url[lease.url], **ANSWERED)
                     for lease in leases
                 ]
                 await store.report(run.id, reports)
