@@ -328,8 +328,9 @@ class LinkResolver:
             href = _backslashes_to_slashes(href)
         if href[0] == "/" and href[1:2] != "/" and self._base is not None:
             # The common case, a path from the root: RFC 3986 section 5.2.2 leaves nothing
-            # of the base but its origin; the fragment and dot segments are normalize_url's.
-            return _normalize_cached(self._origin + href)
+            # of the base but its origin; dot segments are normalize_url's. The fragment goes
+            # first, so that "#section-2" links share the cached normalization of the page.
+            return _normalize_cached(self._origin + href.partition("#")[0])
         match = _SPLIT_RE.match(href)
         assert match is not None
         scheme, authority, path, query = match.groups()

@@ -181,6 +181,8 @@ BASE = "https://example.com/dir/page.html?x=1"
         ("/root?b=2&a=1", "https://example.com/root?a=1&b=2"),
         ("?q=2", "https://example.com/dir/page.html?q=2"),
         ("#frag", "https://example.com/dir/page.html?x=1"),
+        ("/a/./b#x?y=1", "https://example.com/a/b"),  # the fragment ends at nothing
+        ("/p?b=2&utm_source=x#s-2", "https://example.com/p?b=2"),
         ("//cdn.example.org/lib.js", "https://cdn.example.org/lib.js"),
         ("HTTP://Other.example/A", "http://other.example/A"),
         ("  \n/padded \t", "https://example.com/padded"),
