@@ -99,11 +99,11 @@ class HostPace:
 
     def delay(self) -> float:
         """Seconds between requests now: the floor plus what is left of the back-off."""
-        if not self.settings.enabled:
+        extra = self._peak_delay - self.floor
+        if not self.settings.enabled or extra <= 0:  # asked several times a page: no clock
             return self.floor
-        extra = max(0.0, self._peak_delay - self.floor)
         calm = max(0.0, self.clock() - self._backoff_at)
-        left = extra * 0.5 ** (calm / self.settings.recovery_seconds) if extra else 0.0
+        left = extra * 0.5 ** (calm / self.settings.recovery_seconds)
         if left < 0.005:  # recovered: the configured pace again
             return self.floor
         return min(max(self.floor, self.settings.max_delay), self.floor + left)
@@ -111,8 +111,8 @@ class HostPace:
     def concurrency(self) -> int:
         """Requests at once now (0: no cap)."""
         configured = self.settings.concurrency
-        if not self.settings.enabled or configured <= 1:
-            return configured
+        if not self.settings.enabled or configured <= 1 or self._backoff_at == float("-inf"):
+            return configured  # never backed off (the common case): no clock
         calm = max(0.0, self.clock() - self._backoff_at)
         regained = calm / self.settings.recovery_seconds  # infinite: never backed off
         return min(configured, self._peak_concurrency + int(min(regained, configured)))
