@@ -211,6 +211,9 @@ def run_tool(
             # Politeness off, as for the other tools: on a loaded 2-core machine the
             # loopback's latency swings, and adapting to it would measure the machine.
             "--no-adaptive-politeness",
+            # One process, as the bare loop (benchmarks/processes.py measures more of them).
+            "--processes",
+            "1",
             "--no-robots",
             "--no-sitemaps",
         ]

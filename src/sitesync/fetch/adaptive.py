@@ -103,7 +103,7 @@ class HostPace:
         if not self.settings.enabled or extra <= 0:  # asked several times a page: no clock
             return self.floor
         calm = max(0.0, self.clock() - self._backoff_at)
-        left = extra * 0.5 ** (calm / self.settings.recovery_seconds)
+        left: float = extra * 0.5 ** (calm / self.settings.recovery_seconds)
         if left < 0.005:  # recovered: the configured pace again
             return self.floor
         return min(max(self.floor, self.settings.max_delay), self.floor + left)
