@@ -2,8 +2,10 @@
 
 Four OS processes, each with its own connection pool, acquire and report as fast as they
 can from one run while their reports discover more links, so admission (dedup and the
-``max_pages`` cap) races with leasing. The run must end with every task handed out once per
-attempt, the cap hit exactly, and counters equal to what the tasks themselves say.
+``max_pages`` cap, or with no cap admissions side by side) races with leasing. The run must
+end with every task handed out once per attempt, the cap hit exactly, and counters equal to
+what the tasks themselves say. And no hot row: a run's task transitions never wait for its
+row.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import sys
 import time
 from collections import defaultdict
 
+import psycopg
 import pytest
+from psycopg import sql
 
-from sitesync.models import NewTask, RunConfig, RunStatus, TaskState
+from sitesync.models import NewTask, ReportVerdict, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.slow
@@ -70,12 +74,13 @@ asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], float(
 """
 
 
+@pytest.mark.parametrize("cap", [MAX_PAGES, None], ids=["max_pages", "uncapped"])
 def test_processes_racing_on_one_run_never_share_a_task(
-    postgres_dsn: str, postgres_schema: str
+    postgres_dsn: str, postgres_schema: str, cap: int | None
 ) -> None:
     async def setup() -> int:
         store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
-        run = await store.create_run(RunConfig(seeds=("http://h0.test/",), max_pages=MAX_PAGES))
+        run = await store.create_run(RunConfig(seeds=("http://h0.test/",), max_pages=cap))
         await store.transition_run(run.id, RunStatus.RUNNING)
         seeds = [
             NewTask(url=f"http://h{n % 5}.test/{n}", host=f"h{n % 5}.test", depth=1)
@@ -109,20 +114,60 @@ def test_processes_racing_on_one_run_never_share_a_task(
     for task_id, attempt in attempts:
         per_task[task_id].append(attempt)
     assert all(sorted(seen) == list(range(1, len(seen) + 1)) for seen in per_task.values())
-    assert len(per_task) == MAX_PAGES  # admission stopped exactly at the cap
+    total = len(per_task)
+    if cap is not None:
+        assert total == cap  # admission stopped exactly at the cap
 
     async def read() -> None:
         store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
         run, counts = await store.get_run(run_id), await store.count_tasks(run_id)
-        tasks = await store.list_tasks(run_id, limit=MAX_PAGES + 1)
+        tasks = await store.list_tasks(run_id, limit=total + 1)
         await store.close()
         retried = sum(1 for seen in per_task.values() if len(seen) > 1)
         c = run.counters
-        assert counts[TaskState.COMPLETED] == c.completed == c.tasks_total == MAX_PAGES
+        assert counts[TaskState.COMPLETED] == c.completed == c.tasks_total == total
         assert c.pending == c.assigned == c.failed == 0
-        assert c.retries == retried == len(attempts) - MAX_PAGES
-        assert c.pages_fetched == MAX_PAGES and c.bytes_fetched == 100 * MAX_PAGES
-        assert len(tasks) == MAX_PAGES and all(t.lease_owner is None for t in tasks)
+        assert c.retries == retried == len(attempts) - total
+        assert c.pages_fetched == total and c.bytes_fetched == 100 * total
+        assert len(tasks) == total and all(t.lease_owner is None for t in tasks)
         assert retried == sum(1 for t in tasks if int(t.url.rsplit("/", 1)[1]) % 5 == 0)
 
     asyncio.run(read())
+
+
+async def test_task_transitions_never_wait_for_the_run_row(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    """While another transaction holds the run's row (as a status change does), admission,
+    acquire, a report that discovers links, and a release all go through."""
+    store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
+    try:
+        run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+        await store.transition_run(run.id, RunStatus.RUNNING)
+        holder = await psycopg.AsyncConnection.connect(postgres_dsn)
+        try:
+            await holder.execute(
+                sql.SQL("SET search_path TO {}").format(sql.Identifier(postgres_schema))
+            )
+            # The lock a status change takes (lock_run, or UPDATE of a non-key column).
+            await holder.execute("SELECT 1 FROM runs WHERE id = %s FOR NO KEY UPDATE", (run.id,))
+
+            async def transitions() -> None:
+                seeds = [NewTask(url=f"http://a.test/{n}", host="a.test", depth=0) for n in (1, 2)]
+                assert await store.add_tasks(run.id, seeds) == 2
+                first, second = await store.acquire(
+                    run.id, worker_id="w", limit=2, lease_seconds=30
+                )
+                found = (NewTask(url="http://b.test/", host="b.test", depth=1),)
+                report = TaskReport(lease=first, ok=True, http_status=200, discovered=found)
+                assert await store.report(run.id, [report]) == [ReportVerdict.ACCEPTED]
+                assert await store.release(run.id, [second]) == 1
+
+            await asyncio.wait_for(transitions(), timeout=10)
+        finally:
+            await holder.rollback()
+            await holder.close()
+        counters = (await store.get_run(run.id)).counters
+        assert (counters.tasks_total, counters.pending, counters.completed) == (3, 2, 1)
+    finally:
+        await store.close()
