@@ -148,3 +148,36 @@ def test_chaos_sigkill_random_workers_until_done(db_url: str) -> None:
                 proc.kill()
                 proc.communicate()
         site.stop()
+
+
+def wait_for_requests_from(site: LoopbackSite, workers: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len({r.worker for r in site.requests}) < workers:
+        assert time.monotonic() < deadline, f"fewer than {workers} workers ever fetched"
+        time.sleep(0.05)
+
+
+def test_workers_joining_one_by_one_each_get_their_share(db_url: str) -> None:
+    """The first worker holds every host; two more join, the second once the first joiner
+    has its share (three hosts each). The last one must get hosts too: whoever holds more
+    than the new share lets the extra ones go."""
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=200, delay=0.1)).start()
+    workers: list[subprocess.Popen[str]] = []
+    try:
+        workers = start_workers(db_url, site, 2)
+        wait_for_requests_from(site, 2)
+        time.sleep(1.0)  # a few claim refreshes: the first two settle at three hosts each
+        workers.append(new_worker(db_url))
+        for proc in workers:
+            _, err = proc.communicate(timeout=90)
+            assert proc.returncode == 0, err
+        assert_exact(db_url, site)
+        records = site.requests
+        assert len({r.worker for r in records}) == 3  # the last joiner fetched too
+        assert overlaps_between_workers(records) == []
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        site.stop()

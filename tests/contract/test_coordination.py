@@ -78,9 +78,31 @@ async def test_a_worker_over_its_share_lets_go_when_another_joins(store: Store) 
     assert await claim(store, run_id, "first") == set(HOSTS)  # alone: everything
     await join(store, run_id, "second")
     assert await claim(store, run_id, "second") == set()  # nothing free yet
-    kept = await claim(store, run_id, "first")  # 4 > share 2 + slack: drops 2
+    kept = await claim(store, run_id, "first")  # 4 > share 2: drops 2
     assert len(kept) == 2
     assert await claim(store, run_id, "second") == set(HOSTS) - kept
+
+
+async def test_a_worker_joining_last_gets_hosts_from_those_over_the_share(store: Store) -> None:
+    """Six hosts, then three workers joining one at a time: the share ends at two each.
+    The first two settle at three hosts each (the share of two workers); when the third
+    joins nobody may keep one over the new share, or the third never gets a host."""
+    run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+    await store.transition_run(run.id, RunStatus.RUNNING)
+    await store.mark_seeded(run.id)
+    hosts = [f"h{n}.test" for n in range(6)]
+    await store.add_tasks(run.id, [task(n, host=h) for h in hosts for n in range(2)])
+    await join(store, run.id, "first")
+    assert await claim(store, run.id, "first") == set(hosts)
+    await join(store, run.id, "second")
+    await claim(store, run.id, "first")  # share 3: lets go of 3
+    assert len(await claim(store, run.id, "second")) == 3
+    await join(store, run.id, "third")
+    for worker in ("third", "first", "second", "third"):
+        held = await claim(store, run.id, worker)
+    assert len(held) == 2
+    owners = [c.worker_id for c in await store.list_claims(run.id)]
+    assert sorted(owners.count(w) for w in ("first", "second", "third")) == [2, 2, 2]
 
 
 async def test_claims_on_finished_hosts_are_dropped_and_all_can_be_released(store: Store) -> None:

@@ -227,12 +227,12 @@ def test_fair_shares_cover_every_host_between_the_live_workers(
 
 
 @given(held=st.integers(0, 50), share=st.integers(1, 50))
-def test_claims_move_towards_the_share_with_one_of_slack(held: int, share: int) -> None:
+def test_claims_move_to_the_share_exactly(held: int, share: int) -> None:
     step = rules.claim_step(held, share)
     if step is None:
-        assert share <= held <= share + 1
+        assert held == share
     elif step[0] == "drop_surplus_claims":
-        assert held > share + 1 and held - step[1]["surplus"] == share
+        assert held > share and held - step[1]["surplus"] == share
     else:
         assert step[0] == "claim_free_hosts" and held + step[1]["limit"] == share
 

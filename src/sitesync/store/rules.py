@@ -260,9 +260,14 @@ def fair_share(hosts_with_work: int, live_workers: int, cap: int | None) -> int:
 
 def claim_step(held: int, share: int) -> tuple[str, dict[str, int]] | None:
     """What a worker holding ``held`` claims does about its ``share``: drop the surplus,
-    claim more, or nothing. A little slack (one over the share is kept) so that claims do
-    not flap between workers."""
-    if held > share + 1:
+    claim more, or nothing.
+
+    No slack over the share: the shares of the live workers add up to barely more than the
+    hosts with work, so one host kept over the share can leave a worker that joins last
+    with none (6 hosts: 3 + 3 kept from the share of two workers, 0 for the third), and the
+    worker takes no new tasks on its surplus anyway (``ClaimGrant``). Claims do not flap
+    without it: only hosts with nothing in flight are dropped, only free ones claimed."""
+    if held > share:
         return "drop_surplus_claims", {"surplus": held - share}
     if held < share:
         return "claim_free_hosts", {"limit": share - held}
