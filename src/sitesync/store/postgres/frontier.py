@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from sitesync.errors import RunNotFound
-from sitesync.models import Lease, NewTask, ReportVerdict, Run, TaskReport, TaskState
+from sitesync.models import Lease, NewTask, ReportVerdict, RunConfig, TaskReport, TaskState
 from sitesync.store import rules
 from sitesync.store._plain import TaskReads
 from sitesync.store._rows import attempt_rows, lease_from_row
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, read_run
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one
 from sitesync.store.postgres._rows import report_arrays, task_from_row
 from sitesync.store.postgres.coordination import end_tasks_of_ended_hosts
 from sitesync.store.postgres.records import save_records
@@ -34,10 +34,8 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             return 0
 
         async def work(conn: Conn) -> int:
-            run = await read_run(conn, run_id)
-            if run is None:
-                raise RunNotFound(f"no run with id {run_id}")
-            return await admit(conn, run, tasks, self._db.clock(), rules.HostMoves())
+            config = await _config(conn, run_id)
+            return await admit(conn, run_id, config, tasks, self._db.clock(), rules.HostMoves())
 
         return await self._db.transaction(work)
 
@@ -82,11 +80,9 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             return []
 
         async def work(conn: Conn) -> list[ReportVerdict]:
-            run = await read_run(conn, run_id)
-            if run is None:
-                raise RunNotFound(f"no run with id {run_id}")
+            config = await _config(conn, run_id)
             now = self._db.clock()
-            states = await _apply_reports(conn, reports, run.config.max_retries, now)
+            states = await _apply_reports(conn, reports, config.max_retries, now)
             tally = rules.ReportTally()
             for report in reports:
                 # A task reported twice in one batch: the first report is the one applied.
@@ -96,7 +92,7 @@ class PostgresFrontier(TaskReads[PostgresDb]):
                 elif tally.accept(report, state):
                     await save_records(conn, run_id, report, now, self.max_stored_body_bytes)
             await _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)
-            await admit(conn, run, tally.discovered, now, tally.by_host)
+            await admit(conn, run_id, config, tally.discovered, now, tally.by_host)
             return tally.verdicts
 
         return await self._db.transaction(work)
@@ -138,7 +134,12 @@ class PostgresFrontier(TaskReads[PostgresDb]):
 
 
 async def admit(
-    conn: Conn, run: Run, tasks: Sequence[NewTask], now: float, moves: rules.HostMoves
+    conn: Conn,
+    run_id: int,
+    config: RunConfig,
+    tasks: Sequence[NewTask],
+    now: float,
+    moves: rules.HostMoves,
 ) -> int:
     """Insert new tasks, and write ``moves`` (the caller's counter moves) with theirs; how
     many were admitted.
@@ -147,15 +148,14 @@ async def admit(
     capped run count one after the other and tasks_total never passes the cap; the
     admissions of an uncapped run run side by side.
     """
-    admitted = 0
-    if tasks and run.config.max_pages is not None:
-        locked = await lock_run(conn, run.id)
-        assert locked is not None  # read in this transaction; runs are deleted by no one
-        run = locked
-    room = rules.admission_room(run)
+    admitted, room = 0, None
+    if tasks and config.max_pages is not None:
+        run = await lock_run(conn, run_id)
+        assert run is not None  # read in this transaction; runs are deleted by no one
+        room = rules.admission_room(run)
     if tasks and (room is None or room > 0):
         params = {
-            "run_id": run.id,
+            "run_id": run_id,
             "urls": [task.url for task in tasks],
             "hosts": [task.host for task in tasks],
             "depths": [task.depth for task in tasks],
@@ -167,12 +167,20 @@ async def admit(
         for row in await every(conn, "insert_tasks", params):
             moves.add(row["host"], tasks_total=row["admitted"], pending=row["admitted"])
             admitted += row["admitted"]
-    await _move(conn, run.id, moves, now)
+    await _move(conn, run_id, moves, now)
     if admitted:
         # After the host rows are locked: see end_tasks_of_ended_hosts.
-        await end_tasks_of_ended_hosts(conn, run.id, [t.host for t in tasks], now, moves)
-        await _move(conn, run.id, moves, now)
+        await end_tasks_of_ended_hosts(conn, run_id, [t.host for t in tasks], now, moves)
+        await _move(conn, run_id, moves, now)
     return admitted
+
+
+async def _config(conn: Conn, run_id: int) -> RunConfig:
+    """The run's config, without folding its counters (reports need only this)."""
+    row = await one(conn, "select_run_config", {"run_id": run_id})
+    if row is None:
+        raise RunNotFound(f"no run with id {run_id}")
+    return RunConfig.from_json(dict(row["config"]))
 
 
 async def _move(conn: Conn, run_id: int, moves: rules.HostMoves, now: float) -> None:

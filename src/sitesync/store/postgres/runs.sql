@@ -10,6 +10,10 @@ RETURNING id;
 -- Reads of a run go through run_view: its counters are the sum of its host rows.
 SELECT * FROM run_view WHERE id = %(run_id)s;
 
+-- name: select_run_config
+-- What a report needs of its run, without summing its host rows.
+SELECT config FROM runs WHERE id = %(run_id)s;
+
 -- name: select_runs
 SELECT * FROM run_view ORDER BY id DESC LIMIT %(limit)s;
 
