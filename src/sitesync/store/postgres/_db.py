@@ -3,10 +3,12 @@
 Every write is one transaction. Task transitions move the run's counters in per-host rows
 (``run_host_counts``, folded on read by ``run_view``), never in the run's own row, so the
 writers of one run do not queue on one row: a host is claimed by one worker at a time.
-Only what changes the run itself, and the admissions of a run with ``max_pages``, lock the
-run's row (:func:`lock_run`). Within a transaction task rows are locked before host rows,
-and host rows in host order. A serialization failure or a deadlock (an operator's ad-hoc
-SQL, or the rare crossing of a dead host's ending with an acquire) retries the transaction.
+Only decisions about the run as a whole (its status and config, its claims, the flush of
+its per-host page counts) and the admissions of a run with ``max_pages`` lock the run's row
+(:func:`hold_run`); acquire, reports, renewals and releases never do. Within a transaction
+task rows are locked before host rows, and host rows in host order. A serialization
+failure or a deadlock (an operator's ad-hoc SQL, or the rare crossing of a dead host's
+ending with an acquire) retries the transaction.
 
 The areas of the store write each call once, as an async function of the connection handed
 to :meth:`PostgresDb.transaction`, with its SQL found by name in :data:`Q`. Migrations need
@@ -137,7 +139,7 @@ class PostgresDb:
 
         async def work(conn: Conn) -> int:
             if run_id is not None:
-                await lock_run(conn, run_id)
+                await hold_run(conn, run_id)
             return (await conn.execute(Q[query], {**params, "now": self.clock()})).rowcount
 
         return await self.transaction(work)
@@ -175,11 +177,14 @@ async def every(conn: Conn, query: str, params: Mapping[str, Any]) -> list[DictR
     return await (await conn.execute(Q[query], params)).fetchall()
 
 
+async def hold_run(conn: Conn, run_id: int) -> bool:
+    """Lock the run's row for the caller's transaction; whether there is one."""
+    return await one(conn, "lock_run", {"run_id": run_id}) is not None
+
+
 async def lock_run(conn: Conn, run_id: int) -> Run | None:
-    """Lock the run's row for the caller's transaction; the run, or None if there is none."""
-    if await one(conn, "lock_run", {"run_id": run_id}) is None:
-        return None
-    return await read_run(conn, run_id)
+    """:func:`hold_run`, then the run as it is now (its counters summed); None if none."""
+    return await read_run(conn, run_id) if await hold_run(conn, run_id) else None
 
 
 async def read_run(conn: Conn, run_id: int) -> Run | None:

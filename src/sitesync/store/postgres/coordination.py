@@ -16,7 +16,7 @@ from sitesync.store._plain import PlainCoordination
 from sitesync.store._rows import (
     claim_from_row,
 )
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, hold_run, one
 from sitesync.store.rules import HostMoves, claim_step, fair_share, gone_worker_params
 
 
@@ -27,7 +27,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
 
     async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
         async def work(conn: Conn) -> int:
-            if await lock_run(conn, run_id) is None:
+            if not await hold_run(conn, run_id):
                 return 0
             params = {**gone_worker_params(worker), "run_id": run_id, "now": self._db.clock()}
             if (await conn.execute(Q["stop_gone_worker"], params)).rowcount != 1:
@@ -49,7 +49,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
         max_hosts: int | None = None,
     ) -> ClaimGrant:
         async def work(conn: Conn) -> ClaimGrant:
-            if await lock_run(conn, run_id) is None:
+            if not await hold_run(conn, run_id):
                 return ClaimGrant(claims=(), share=0)
             now = self._db.clock()
             mine = {"run_id": run_id, "worker_id": worker_id, "now": now}
@@ -80,7 +80,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
 
     async def flush_host_stats(self, run_id: int, *, final: bool = False) -> int:
         async def work(conn: Conn) -> int:
-            if await lock_run(conn, run_id) is None:
+            if not await hold_run(conn, run_id):
                 return 0
             now = self._db.clock()
             rows = await every(conn, "count_uncounted", {"run_id": run_id})

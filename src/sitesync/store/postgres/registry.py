@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 from sitesync.errors import ScanConflict, StoreError
 from sitesync.models import Run, RunConfig, ScanSummary
 from sitesync.store._plain import PlainRegistry
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one, read_run
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, hold_run, one, read_run
 from sitesync.store.rules import lifecycle_changes
 
 _ONE_ACTIVE_PER_SCOPE = "runs_one_active_per_scope"
@@ -71,7 +71,7 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
 
     async def apply_scan_results(self, run_id: int) -> ScanSummary | None:
         async def work(conn: Conn) -> ScanSummary | None:
-            if await lock_run(conn, run_id) is None:
+            if not await hold_run(conn, run_id):
                 return None
             now = self._db.clock()
             params = {"run_id": run_id, "now": now}

@@ -8,14 +8,14 @@ from __future__ import annotations
 from sitesync.models import Claim, Run
 from sitesync.store._plain import PlainSupervision
 from sitesync.store._rows import claim_from_row
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, hold_run, lock_run
 from sitesync.store.rules import recovery_step
 
 
 class PostgresSupervision(PlainSupervision[PostgresDb]):
     async def start_queued_run(self, run_id: int, *, supervisor_id: str) -> Run | None:
         async def work(conn: Conn) -> Run | None:
-            if await lock_run(conn, run_id) is None:
+            if not await hold_run(conn, run_id):
                 return None
             params = {"run_id": run_id, "supervisor_id": supervisor_id, "now": self._db.clock()}
             if (await conn.execute(Q["start_queued_run"], params)).rowcount != 1:
@@ -31,7 +31,7 @@ class PostgresSupervision(PlainSupervision[PostgresDb]):
             stale = await every(conn, "select_stale_running", params)
             recovered = []
             for row in stale:
-                if await lock_run(conn, row["id"]) is None:
+                if not await hold_run(conn, row["id"]):
                     continue
                 query, extra = recovery_step(
                     row, stale_after=stale_after, max_crash_retries=max_crash_retries
