@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 from fleet_stats import latency_summary
 from psycopg import sql
+from workers import reports_with_links
 
-from sitesync.fetch.base import FetchOutcome
-from sitesync.models import Lease, NewTask, RunConfig, RunStatus, TaskReport
+from sitesync.models import Lease, NewTask, RunConfig, RunStatus
 from sitesync.store import Store, open_store
 
 WORKER = "bench-worker"
@@ -177,7 +177,7 @@ async def _lifecycle_loop(
     t = time.perf_counter()
     await claim(store, run_id)
     result.claim_seconds += time.perf_counter() - t
-    duplicates, fresh, held = links // 2, 0, []
+    fresh, held = 0, []
     while result.tasks < len(initial):
         t = time.perf_counter()
         leases = await acquire(store, run_id, min(acquire_batch, len(initial) - result.tasks))
@@ -188,22 +188,7 @@ async def _lifecycle_loop(
             break
         if len(held) < report_batch and leases and result.tasks < len(initial):
             continue
-        reports = []
-        for lease in held:
-            found = [rng.choice(initial) for _ in range(duplicates)]
-            for _ in range(links - duplicates):
-                fresh += 1
-                found.append(NewTask(f"http://{lease.host}/n/{fresh}", lease.host, 2))
-            reports.append(
-                TaskReport(
-                    lease=lease,
-                    ok=True,
-                    http_status=200,
-                    bytes_fetched=20_000,
-                    outcome=FetchOutcome.SUCCESS,
-                    discovered=tuple(found),
-                )
-            )
+        reports, fresh = reports_with_links(held, initial, links, rng, fresh)
         t = time.perf_counter()
         await store.report(run_id, reports)
         result.report_seconds += time.perf_counter() - t

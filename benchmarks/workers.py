@@ -36,13 +36,16 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import psycopg
 from psycopg import sql
 
 from sitesync.fetch.base import FetchOutcome
+
+if TYPE_CHECKING:
+    from sitesync.models import Lease, NewTask, TaskReport
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -529,13 +532,42 @@ class StoreOpsResult:
     error: str | None = None
 
 
+def reports_with_links(
+    leases: list[Lease], initial: list[NewTask], links: int, rng: random.Random, fresh: int
+) -> tuple[list[TaskReport], int]:
+    """A successful report per lease, each with ``links`` discovered URLs: half already
+    known (drawn from ``initial``: duplicates the store must drop), half new. Returns the
+    reports and the running count of new URLs, which names them uniquely."""
+    # Imported here, from src_dir (the snapshot) which main() put first on sys.path.
+    from sitesync.models import NewTask, TaskReport
+
+    duplicates = links // 2
+    reports = []
+    for lease in leases:
+        found = [rng.choice(initial) for _ in range(duplicates)]
+        for _ in range(links - duplicates):
+            fresh += 1
+            found.append(NewTask(f"http://{lease.host}/n/{fresh}", lease.host, 2))
+        reports.append(
+            TaskReport(
+                lease=lease,
+                ok=True,
+                http_status=200,
+                bytes_fetched=20_000,
+                outcome=FetchOutcome.SUCCESS,
+                discovered=tuple(found),
+            )
+        )
+    return reports, fresh
+
+
 async def store_ops(
     db: str, *, backend: str, tasks: int, batch: int, links: int, hosts: int
 ) -> StoreOpsResult:
     """Acquire + report ``tasks`` tasks in batches, each report discovering ``links`` links:
     half of them URLs already in the run, half new ones (admitted, left pending)."""
     # Imported here, from src_dir (the snapshot) which main() put first on sys.path.
-    from sitesync.models import NewTask, RunConfig, RunStatus, TaskReport
+    from sitesync.models import NewTask, RunConfig, RunStatus
     from sitesync.store import open_store
 
     result = StoreOpsResult(backend, links)
@@ -555,7 +587,6 @@ async def store_ops(
         result.admit_tasks_per_second = tasks / (time.perf_counter() - t)
 
         rng = random.Random(0)
-        duplicates = links // 2
         fresh = 0
         acquire_s = report_s = 0.0
         batches = 0
@@ -567,22 +598,7 @@ async def store_ops(
             acquire_s += time.perf_counter() - t
             if not leases:
                 break
-            reports = []
-            for lease in leases:
-                found = [rng.choice(initial) for _ in range(duplicates)]
-                for _ in range(links - duplicates):
-                    fresh += 1
-                    found.append(NewTask(f"http://{lease.host}/n/{fresh}", lease.host, 2))
-                reports.append(
-                    TaskReport(
-                        lease=lease,
-                        ok=True,
-                        http_status=200,
-                        bytes_fetched=20_000,
-                        outcome=FetchOutcome.SUCCESS,
-                        discovered=tuple(found),
-                    )
-                )
+            reports, fresh = reports_with_links(leases, initial, links, rng, fresh)
             t = time.perf_counter()
             await store.report(run.id, reports)
             report_s += time.perf_counter() - t
