@@ -9,12 +9,21 @@ import asyncio
 import hashlib
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from sitesync.models import AssetRecord, NewTask, RunConfig, RunStatus, TaskReport, TaskState
+from sitesync.models import (
+    AssetRecord,
+    NewTask,
+    RunConfig,
+    RunStatus,
+    TaskReport,
+    TaskState,
+    canonical_json,
+)
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
 
@@ -171,6 +180,39 @@ async def test_bodies_are_kept_once_per_content_compressed_and_capped(
     assert kept_not.body_hash is None and kept_not.body_size == len(big.body)
     assert kept_not.body_note is not None and "max_stored_body_bytes" in kept_not.body_note
     assert await store.get_body(big.content_hash) is None
+
+
+async def test_a_records_own_digest_and_json_are_stored_as_if_the_store_made_them(
+    store: Store,
+) -> None:
+    # The built-in plugins hand over the body's sha256 and the data's canonical JSON they
+    # already made; what is stored must not tell the two apart (NUL included).
+    def both(key: str, data: dict[str, object], body: bytes | None) -> list[AssetRecord]:
+        digest = hashlib.sha256(repr((data, body)).encode()).hexdigest()
+        made = AssetRecord(key=key, kind="t", url=f"http://{HOST}/{key}", content_hash=digest,
+                           data=data, body=body)  # fmt: skip
+        given = replace(
+            made,
+            key=f"{key}+",
+            body_hash=None if body is None else hashlib.sha256(body).hexdigest(),
+            data_json=canonical_json(data),
+        )
+        return [made, given]
+
+    body = f"<p>{words(50)}</p>".encode()
+    first = {"/": both("p", {"title": "a\x00b", "n": [1, 2]}, body) + both("l", {"u": ["x"]}, None)}
+    second = {"/": both("p", {"title": "c"}, body + b"<p>more</p>") + both("l", {"u": ["y"]}, None)}
+    await crawl(store, first)
+    await crawl(store, second)
+    for key in ("p", "l"):
+        made, given = await store.record_history(key), await store.record_history(f"{key}+")
+        assert [v.data for v in made] == [v.data for v in given]
+        assert [(v.body_hash, v.body_size, v.similarity) for v in made] == [
+            (v.body_hash, v.body_size, v.similarity) for v in given
+        ]
+    [old, new] = await store.record_history("p+")
+    assert old.data["title"] == "a\ufffdb" and new.similarity is not None
+    assert old.body_hash is not None and await store.get_body(old.body_hash) == body
 
 
 async def test_diff_lists_exactly_the_added_removed_and_changed_keys(store: Store) -> None:

@@ -4,13 +4,15 @@ event loop, a maximum record size, and links capped per page."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from sitesync.fetch.base import FetchOutcome
 from sitesync.html import count_anchors, extract_links
-from sitesync.models import AssetRecord, CrawlArtifact
+from sitesync.models import AssetRecord, CrawlArtifact, canonical_json
 from sitesync.plugins import ParsedPage
 from sitesync.plugins.pipeline import PluginPipeline, RunPlugin
 
@@ -108,6 +110,36 @@ async def test_a_record_over_the_cap_is_refused_and_one_under_it_kept() -> None:
     [error] = produced.errors
     assert error.startswith("big: ValueError: record t:http://site.test/ is 2")
     assert error.endswith("bytes, over max_record_bytes (1000)")
+
+
+class Precomputed:
+    """Records that bring their own body digest and canonical JSON, right or wrong."""
+
+    def process(self, artifact: CrawlArtifact, page: ParsedPage) -> list[AssetRecord]:
+        body, data = b"bytes", {"b": 1, "a": "\x00"}
+        right = hashlib.sha256(body).hexdigest()
+        made = [
+            AssetRecord(key="ok", kind="t", url=URL, content_hash="1", data=data, body=body,
+                        body_hash=right, data_json=canonical_json(data)),
+            AssetRecord(key="hash", kind="t", url=URL, content_hash="1", body=body,
+                        body_hash=hashlib.sha256(b"other").hexdigest()),
+            AssetRecord(key="json", kind="t", url=URL, content_hash="1", data=data,
+                        data_json='{"b":1,"a":"\\u0000"}'),
+        ]  # fmt: skip
+        return [made[int(artifact.task_id)]]
+
+
+async def test_a_third_party_digest_or_json_that_is_not_the_records_own_is_refused() -> None:
+    # The store keeps a body under body_hash and stores data_json as the data, unchecked.
+    pipe = pipeline(("pre", Precomputed()))
+    ok, wrong_hash, wrong_json = [await pipe.process(replace(PAGE, task_id=n)) for n in range(3)]
+    assert [r.key for r in ok.records] == ["ok"] and not ok.errors
+    assert wrong_hash.errors == (
+        "pre: ValueError: record hash: body_hash is not the body's sha256",
+    )
+    assert wrong_json.errors == (
+        "pre: ValueError: record json: data_json is not canonical_json(data)",
+    )
 
 
 def test_links_beyond_the_cap_are_counted_not_resolved() -> None:

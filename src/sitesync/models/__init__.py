@@ -40,6 +40,7 @@ from sitesync.models.tasks import (
     Task,
     TaskReport,
     TaskState,
+    canonical_json,
 )
 
 __all__ = [
@@ -76,4 +77,5 @@ __all__ = [
     "TaskState",
     "WorkerInfo",
     "WorkerLeases",
+    "canonical_json",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +79,17 @@ class AssetRecord:
     content_hash: str
     data: Mapping[str, Any] = field(default_factory=dict)  # JSON-serializable
     body: bytes | None = None  # kept content-addressed and compressed, under a size cap
+    # What a plugin may have computed already (the built-ins do), so the store does not
+    # compute it again on the page path: the sha256 hex of ``body``, and ``canonical_json``
+    # of ``data``. Not part of a record's identity; the pipeline checks them on the records
+    # of third-party plugins.
+    body_hash: str | None = field(default=None, compare=False, repr=False)
+    data_json: str | None = field(default=None, compare=False, repr=False)
+
+
+def canonical_json(data: Mapping[str, Any]) -> str:
+    """A record's data as compared, hashed and stored: compact JSON with sorted keys."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

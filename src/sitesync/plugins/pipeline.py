@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import inspect
 import json
 import logging
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitesync.errors import ConfigError, NotConfigured
 from sitesync.fetch.text import safe_text
-from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run
+from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run, canonical_json
 from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput, PoliteFetch
 from sitesync.plugins.loader import LoadedPlugin, discover
 from sitesync.plugins.threads import DaemonThreads
@@ -249,6 +250,17 @@ def _check_records(records: Sequence[Any], max_bytes: int | None = None) -> None
             raise ValueError(
                 f"record {record.key[:100]} is {size} bytes, over max_record_bytes ({max_bytes})"
             )
+        _check_precomputed(record)
+
+
+def _check_precomputed(record: AssetRecord) -> None:
+    """The store trusts ``body_hash`` and ``data_json``: a wrong one would file a body
+    under another's hash, or store data other than the record's."""
+    body, digest = record.body, record.body_hash
+    if digest is not None and body is not None and hashlib.sha256(body).hexdigest() != digest:
+        raise ValueError(f"record {record.key[:100]}: body_hash is not the body's sha256")
+    if record.data_json is not None and record.data_json != canonical_json(record.data):
+        raise ValueError(f"record {record.key[:100]}: data_json is not canonical_json(data)")
 
 
 class _PluginTimeout(Exception):

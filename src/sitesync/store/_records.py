@@ -7,7 +7,6 @@ body or not, how far a version moved from the previous one) lives here once.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import zlib
 from collections.abc import Mapping
@@ -15,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sitesync.config import setting_default
-from sitesync.models import AssetRecord, HostAssets, RecordChange, RecordVersion
+from sitesync.models import (
+    AssetRecord,
+    HostAssets,
+    RecordChange,
+    RecordVersion,
+    canonical_json,
+)
 
 DEFAULT_MAX_STORED_BODY_BYTES: int = setting_default("max_stored_body_bytes")
 COMPRESSION = "zlib"
@@ -46,13 +51,17 @@ class BodyPlan:
     note: str | None = None
 
 
-def plan_body(body: bytes | None, cap: int) -> BodyPlan:
+def plan_body(record: AssetRecord, cap: int) -> BodyPlan:
+    body = record.body
     if body is None:
         return BodyPlan()
     if len(body) > cap:
         note = f"not stored: {len(body)} bytes, over max_stored_body_bytes ({cap})"
         return BodyPlan(size=len(body), note=note)
-    return BodyPlan(body_hash=hashlib.sha256(body).hexdigest(), size=len(body))
+    # The plugin's own digest when it made one (the page plugin's content hash is the
+    # body's): a page's body is hashed once, not again here.
+    digest = record.body_hash or hashlib.sha256(body).hexdigest()
+    return BodyPlan(body_hash=digest, size=len(body))
 
 
 def compress(body: bytes) -> bytes:
@@ -84,7 +93,17 @@ def data_json(data: Mapping[str, Any]) -> str:
 
     NUL becomes U+FFFD: PostgreSQL's jsonb refuses it, and both backends must agree.
     """
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _storable(canonical_json(data))
+
+
+def record_json(record: AssetRecord) -> str:
+    """``data_json`` of a record's data, serialized once: the plugin's own canonical JSON
+    when it made one to hash (the built-ins' data records), else made here."""
+    text = record.data_json
+    return data_json(record.data) if text is None else _storable(text)
+
+
+def _storable(text: str) -> str:
     return text.replace("\\u0000", "\\ufffd") if "\\u0000" in text else text
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from sitesync.models import CrawlArtifact
-from sitesync.plugins.base import ParsedPage
+from sitesync.models import AssetRecord, CrawlArtifact, canonical_json
+from sitesync.plugins.base import ParsedPage, record_key
 
 IMAGE_EXTENSIONS = (
     ".png",
@@ -107,8 +106,19 @@ _WORD_MARKS = bytes(0 if byte in b" \t\n\r\x0b\x0c" else 1 for byte in range(256
 
 def data_hash(data: Mapping[str, Any]) -> str:
     """A content hash of a record that has no body: sha256 of its canonical JSON."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+
+def data_record(kind: str, url: str, data: Mapping[str, Any]) -> AssetRecord:
+    """A record without a body, its content hash that of its data (``data_hash``).
+
+    The canonical JSON hashed goes with the record: the store keeps it as it is instead of
+    serializing the data a second time.
+    """
+    text = canonical_json(data)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    key = record_key(kind, url)
+    return AssetRecord(key=key, kind=kind, url=url, content_hash=digest, data=data, data_json=text)
 
 
 def is_answered_html(artifact: CrawlArtifact, page: ParsedPage) -> bool:

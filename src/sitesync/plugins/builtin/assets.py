@@ -161,5 +161,11 @@ class AssetDownloader:
         }
         key = record_key(kind, url)
         return AssetRecord(
-            key=key, kind=kind, url=url, content_hash=digest, data=data, body=result.body
+            key=key,
+            kind=kind,
+            url=url,
+            content_hash=digest,
+            data=data,
+            body=result.body,
+            body_hash=digest,
         )

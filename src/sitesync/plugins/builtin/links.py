@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from sitesync.models import AssetRecord, CrawlArtifact
-from sitesync.plugins.base import ParsedPage, PluginContext, record_key
-from sitesync.plugins.builtin._common import SiteTest, data_hash, is_answered_html
+from sitesync.plugins.base import ParsedPage, PluginContext
+from sitesync.plugins.builtin._common import SiteTest, data_record, is_answered_html
 
 
 class LinksPlugin:
@@ -44,12 +44,7 @@ class LinksPlugin:
         }
         if artifact.links_truncated:  # only then: records of ordinary pages keep their hash
             data["truncated"] = artifact.links_truncated
-        url = artifact.final_url
-        key = record_key(LINKS_KIND, url)
-        record = AssetRecord(
-            key=key, kind=LINKS_KIND, url=url, content_hash=data_hash(data), data=data
-        )
-        return (record,)
+        return (data_record(LINKS_KIND, artifact.final_url, data),)
 
 
 LINKS_KIND = "links"

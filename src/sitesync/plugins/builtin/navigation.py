@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from sitesync.models import AssetRecord, CrawlArtifact, FetchOutcome
-from sitesync.plugins.base import ParsedPage, PluginContext, record_key
+from sitesync.plugins.base import ParsedPage, PluginContext
 from sitesync.plugins.builtin._common import (
     SiteTest,
     asset_kind,
-    data_hash,
+    data_record,
 )
 
 KIND = "navigation"
@@ -58,10 +58,7 @@ class NavigationSampler:
             "urls": sample,
             "shortfall": shortfall,
         }
-        record = AssetRecord(
-            key=record_key(KIND, root), kind=KIND, url=root, content_hash=data_hash(data), data=data
-        )
-        return (record,)
+        return (data_record(KIND, root, data),)
 
     def _sample(self, artifact: CrawlArtifact, page: ParsedPage) -> Iterator[dict[str, str]]:
         site = SiteTest(artifact.final_url)

@@ -45,6 +45,7 @@ class PageMetadataPlugin:
             content_hash=digest,
             data=data,
             body=artifact.body,
+            body_hash=digest,  # the store keeps the body under it without hashing it again
         )
         return (record,)
 

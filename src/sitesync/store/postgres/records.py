@@ -25,6 +25,7 @@ from sitesync.store._records import (
     decompress,
     one_sided_change,
     plan_body,
+    record_json,
     record_params,
     similarity,
     version_from_row,
@@ -138,7 +139,7 @@ class _RecordWriter:
     async def _create(self, record: AssetRecord) -> tuple[int, int, str | None] | None:
         """A new key with its first version; None if another run created the key first."""
         plan = await self._keep_body(record)
-        data = data_json(record.data)
+        data = record_json(record)
         params = version_params(0, 1, self.run_id, record, plan, None, data, self.now)
         params.update(record_params(record, self.run_id, self.now))
         inserted = await one(self.conn, "insert_record", params)
@@ -151,7 +152,7 @@ class _RecordWriter:
     async def _write_version(self, row: DictRow, record: AssetRecord) -> tuple[int, str | None]:
         """Write the record's next version; (its number, its kept body's hash)."""
         plan = await self._keep_body(record)
-        data = data_json(record.data)
+        data = record_json(record)
         version = row["latest_version"] + 1
         score = await _similarity(self.conn, row["id"], version - 1, record, data)
         params = version_params(
@@ -162,7 +163,7 @@ class _RecordWriter:
         return version, plan.body_hash
 
     async def _keep_body(self, record: AssetRecord) -> BodyPlan:
-        plan = plan_body(record.body, self.cap)
+        plan = plan_body(record, self.cap)
         if plan.body_hash is not None and record.body is not None:
             await self.conn.execute(Q["insert_body"], body_params(plan, record.body, self.now))
         return plan

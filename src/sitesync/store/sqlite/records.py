@@ -19,10 +19,10 @@ from sitesync.store._records import (
     assets_from_row,
     body_params,
     change_from_row,
-    data_json,
     decompress,
     one_sided_change,
     plan_body,
+    record_json,
     record_params,
     similarity,
     version_from_row,
@@ -142,7 +142,7 @@ class _RecordWriter:
     def _create(self, record: AssetRecord) -> tuple[int, int, str | None]:
         """A new key with its first version; (record id, 1, its kept body's hash)."""
         plan = self._keep_body(record)
-        data = data_json(record.data)
+        data = record_json(record)
         params = version_params(0, 1, self.run_id, record, plan, None, data, self.now)
         params.update(record_params(record, self.run_id, self.now))
         params["record_id"] = self.conn.execute(Q["insert_record"], params).fetchone()[0]
@@ -152,7 +152,7 @@ class _RecordWriter:
     def _write_version(self, row: sqlite3.Row, record: AssetRecord) -> tuple[int, str | None]:
         """Write the record's next version; (its number, its kept body's hash)."""
         plan = self._keep_body(record)
-        data = data_json(record.data)
+        data = record_json(record)
         version = row["latest_version"] + 1
         score = self._similarity(row["id"], version - 1, record, data)
         params = version_params(
@@ -163,7 +163,7 @@ class _RecordWriter:
         return version, plan.body_hash
 
     def _keep_body(self, record: AssetRecord) -> BodyPlan:
-        plan = plan_body(record.body, self.cap)
+        plan = plan_body(record, self.cap)
         if plan.body_hash is not None and record.body is not None:
             self.conn.execute(Q["insert_body"], body_params(plan, record.body, self.now))
         return plan
