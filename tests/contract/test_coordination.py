@@ -168,3 +168,35 @@ async def test_host_counters_count_each_finished_task_once(store: Store) -> None
     assert counts[TaskState.COMPLETED] == 11 and counts[TaskState.FAILED] == 1
     domain = await store.get_domain("a.test")
     assert domain is not None and domain.host == "a.test"
+
+
+async def test_a_host_with_a_request_of_the_workers_own_under_way_is_not_let_go(
+    store: Store,
+) -> None:
+    # w1 alone holds all four hosts; w2 joins, so w1 is two over its share. A robots.txt or
+    # redirect-hop request of w1's is under way on every host (no task the store could see).
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    assert await claim(store, run_id, "w1") == set(HOSTS)
+    await join(store, run_id, "w2")
+    grant = await store.claim_hosts(
+        run_id, worker_id="w1", claim_seconds=30, worker_ttl=30, busy_hosts=HOSTS
+    )
+    assert set(grant.hosts) == set(HOSTS)  # nothing let go while its requests are under way
+    assert await claim(store, run_id, "w2") == set()  # so nothing for w2 yet
+    # Finished hosts too: a.test's work is all done, but a request is still under way there.
+    leases = await store.acquire(run_id, worker_id="w1", limit=100, lease_seconds=30)
+    done = [lease for lease in leases if lease.host == "a.test"]
+    await store.report(
+        run_id, [TaskReport(lease=lease, ok=True, http_status=200) for lease in done]
+    )
+    others = [lease for lease in leases if lease.host != "a.test"]
+    await store.release(run_id, others)
+    grant = await store.claim_hosts(
+        run_id, worker_id="w1", claim_seconds=30, worker_ttl=30, busy_hosts=["a.test"]
+    )
+    assert "a.test" in grant.hosts
+    # The requests ended: the finished host and the surplus go, and w2 gets its share.
+    after = await claim(store, run_id, "w1")
+    assert "a.test" not in after and len(after) == 2
+    assert len(await claim(store, run_id, "w2")) == 1  # the one host left with work

@@ -151,6 +151,12 @@ class HostLimiter:
         state = self._hosts.get(host)
         return 0.0 if state is None else state.paused_until
 
+    def busy_hosts(self) -> list[str]:
+        """Hosts with a request under way, or one waiting for its turn (holding the lock)."""
+        return [
+            name for name, state in self._hosts.items() if state.in_flight or state.lock.locked()
+        ]
+
     def paused_hosts(self, *, longer_than: float = 0.0) -> list[str]:
         horizon = self._clock() + longer_than
         return [name for name, state in self._hosts.items() if state.paused_until > horizon]

@@ -37,6 +37,7 @@ class ClaimKeeper:
         max_hosts: int | None,
         on_new_host: OnNewHost,
         before_letting_go: BeforeLettingGo | None = None,
+        busy_hosts: Callable[[], list[str]] = list,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -47,6 +48,7 @@ class ClaimKeeper:
         self.max_hosts = max_hosts
         self._on_new_host = on_new_host
         self._before_letting_go = before_letting_go
+        self._busy_hosts = busy_hosts  # hosts with a request of ours under way: kept
         self._expires: dict[str, float] = {}
         self._surplus: set[str] = set()
         self._others: set[str] = set()
@@ -93,6 +95,7 @@ class ClaimKeeper:
             claim_seconds=self.claim_seconds,
             worker_ttl=self.worker_ttl,
             max_hosts=self.max_hosts,
+            busy_hosts=self._busy_hosts(),
         )
         before = set(self._expires)
         self._expires = {claim.host: claim.expires_at for claim in grant.claims}

@@ -128,6 +128,9 @@ class CrawlWorker:
             max_hosts=self.options.max_claims_per_worker,
             on_new_host=self._hosts.load,
             before_letting_go=self._hosts.save_next_starts,
+            # A robots.txt, sitemap or redirect-hop request is no task: the store cannot see
+            # it, so the host it is under way on is named, and kept, at each refresh.
+            busy_hosts=self._hosts.limiter.busy_hosts,
         )
 
     def _lease_flow(self) -> tuple[LeaseFeeder, ReportBatcher]:

@@ -5,6 +5,7 @@ Part of :mod:`sitesync.store.base`, which re-exports them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from sitesync.models import (
@@ -66,11 +67,17 @@ class CoordinationStore(Protocol):
         claim_seconds: float,
         worker_ttl: float,
         max_hosts: int | None = None,
+        busy_hosts: Sequence[str] = (),
     ) -> ClaimGrant:
         """One transaction: heartbeat the worker, renew its live claims, drop claims on
         hosts with no work left and surplus claims (over its fair share) where it has
         nothing in flight, then claim free (or expired) hosts with pending work up to that
         share. Returns its claims, oldest first, and the share.
+
+        ``busy_hosts`` are never dropped: hosts where the worker has a request under way or
+        waiting for its turn that is no task's (robots.txt, a sitemap, a redirect hop for a
+        task of another host). The store sees only tasks; letting such a host go would let
+        another worker send it a request while this one's is still in flight.
 
         The fair share is ceil(hosts with pending work / live workers), at least 1;
         workers whose heartbeat is older than ``worker_ttl`` are not live.

@@ -47,12 +47,13 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
         claim_seconds: float,
         worker_ttl: float,
         max_hosts: int | None = None,
+        busy_hosts: Sequence[str] = (),
     ) -> ClaimGrant:
         async def work(conn: Conn) -> ClaimGrant:
             if not await hold_run(conn, run_id):
                 return ClaimGrant(claims=(), share=0)
             now = self._db.clock()
-            mine = {"run_id": run_id, "worker_id": worker_id, "now": now}
+            mine = {"run_id": run_id, "worker_id": worker_id, "now": now, "busy": list(busy_hosts)}
 
             async def count(query: str, params: dict[str, Any]) -> Any:
                 row = await one(conn, query, params)

@@ -50,6 +50,7 @@ UPDATE claims SET expires_at = %(expires_at)s
 -- A host with nothing pending or leased needs no holder (its counter row says so).
 DELETE FROM claims
  WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
+   AND host <> ALL(%(busy)s::text[])  -- a request of the worker's own is under way there
    AND NOT EXISTS (SELECT 1 FROM run_host_counts AS c
                     WHERE c.run_id = claims.run_id AND c.host = claims.host
                       AND (c.pending > 0 OR c.assigned > 0));
@@ -64,6 +65,7 @@ DELETE FROM claims
  WHERE (run_id, host) IN (
        SELECT claims.run_id, claims.host FROM claims
         WHERE claims.run_id = %(run_id)s AND claims.worker_id = %(worker_id)s
+          AND claims.host <> ALL(%(busy)s::text[])
           AND NOT EXISTS (SELECT 1 FROM tasks
                            WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
                              AND tasks.state = 'assigned')

@@ -45,10 +45,16 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
         claim_seconds: float,
         worker_ttl: float,
         max_hosts: int | None = None,
+        busy_hosts: Sequence[str] = (),
     ) -> ClaimGrant:
         def work(conn: sqlite3.Connection) -> ClaimGrant:
             now = self._db.clock()
-            mine = {"run_id": run_id, "worker_id": worker_id, "now": now}
+            mine = {
+                "run_id": run_id,
+                "worker_id": worker_id,
+                "now": now,
+                "busy": json.dumps(list(busy_hosts)),
+            }
             conn.execute(Q["heartbeat_worker"], mine)
             conn.execute(Q["renew_claims"], {**mine, "expires_at": now + claim_seconds})
             conn.execute(Q["drop_finished_claims"], mine)

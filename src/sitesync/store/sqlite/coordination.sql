@@ -50,6 +50,7 @@ UPDATE claims SET expires_at = :expires_at
 -- A host with nothing pending or leased needs no holder (its counter row says so).
 DELETE FROM claims
  WHERE run_id = :run_id AND worker_id = :worker_id
+   AND host NOT IN (SELECT value FROM json_each(:busy))  -- the worker's own request is there
    AND NOT EXISTS (SELECT 1 FROM run_host_counts AS c
                     WHERE c.run_id = claims.run_id AND c.host = claims.host
                       AND (c.pending > 0 OR c.assigned > 0));
@@ -64,6 +65,7 @@ DELETE FROM claims
  WHERE rowid IN (
        SELECT claims.rowid FROM claims
         WHERE claims.run_id = :run_id AND claims.worker_id = :worker_id
+          AND claims.host NOT IN (SELECT value FROM json_each(:busy))
           AND NOT EXISTS (SELECT 1 FROM tasks
                            WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
                              AND tasks.state = 'assigned')
