@@ -10,11 +10,12 @@ anyone could hold: only this worker's limiter guards it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from sitesync.fetch.adaptive import LearnedPace
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
-from sitesync.fetch.politeness import HostLimiter
+from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.robots import RobotsCache
 from sitesync.urls import origin_of, resolve_link, url_host
 
@@ -32,12 +33,16 @@ class PoliteClient:
         limiter: HostLimiter,
         robots: RobotsCache | None,
         may_request: MayRequest,
+        confirm: MayRequest | None = None,
         keep_pace: PaceKeeper | None = None,
     ) -> None:
         self._fetcher = fetcher
         self._limiter = limiter
         self._robots = robots
         self._may_request = may_request
+        #: Asked again once the request holds its slot (counted as under way on the host),
+        #: right before it is sent: the claim may have been let go while it waited.
+        self._confirm = confirm or may_request
         self._keep_pace = keep_pace
 
     async def fetch(self, url: str) -> FetchResult:
@@ -51,20 +56,36 @@ class PoliteClient:
         host = url_host(target)
         if not await self._may_request(host):
             return _refused(url, "its host is held by another worker")
-        if self._robots is not None:
-            verdict = await self._robots.check(
-                target, origin_of(target), gate=lambda: self._limiter.slot(host)
-            )
-            self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
-            if not verdict.allowed:
-                return _refused(url, verdict.reason or "robots.txt disallows it")
-        async with self._limiter.slot(host) as turn:
-            result = await self._fetcher.fetch(target, may_follow=lambda hop: url_host(hop) == host)
+        try:
+            if self._robots is not None:
+                verdict = await self._robots.check(
+                    target, origin_of(target), gate=lambda: self._slot(host)
+                )
+                self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
+                if not verdict.allowed:
+                    return _refused(url, verdict.reason or "robots.txt disallows it")
+            async with self._slot(host) as turn:
+                result = await self._fetcher.fetch(
+                    target, may_follow=lambda hop: url_host(hop) == host
+                )
+        except HostNotHeld:
+            return _refused(url, "its host's claim passed to another worker")
         # Its answers are the host's signals too: an asset that gets 503s slows the pages.
         learned = turn.saw(result)
         if learned is not None and self._keep_pace is not None:
             await self._keep_pace(host, learned)
         return result
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, host: str) -> AsyncIterator[Turn]:
+        async with self._limiter.slot(host) as turn:
+            if not await self._confirm(host):
+                raise HostNotHeld(host)
+            yield turn
+
+
+class HostNotHeld(Exception):
+    """The host's claim passed to another worker while a request waited for its turn."""
 
 
 class LateClient:

@@ -108,6 +108,7 @@ class HostLimiter:
         )
         self._clock = clock
         self._hosts: dict[str, _Host] = {}
+        self._unpaced: dict[str, int] = {}  # requests under way on hosts with no pacing
 
     def _host(self, host: str) -> _Host:
         state = self._hosts.get(host)
@@ -153,9 +154,10 @@ class HostLimiter:
 
     def busy_hosts(self) -> list[str]:
         """Hosts with a request under way, or one waiting for its turn (holding the lock)."""
-        return [
+        paced = [
             name for name, state in self._hosts.items() if state.in_flight or state.lock.locked()
         ]
+        return [*paced, *self._unpaced]
 
     def paused_hosts(self, *, longer_than: float = 0.0) -> list[str]:
         horizon = self._clock() + longer_than
@@ -165,7 +167,14 @@ class HostLimiter:
     async def slot(self, host: str) -> AsyncIterator[Turn]:
         fixed = not self.adaptive.enabled and self.concurrency <= 0 and self.delay <= 0
         if fixed and host not in self._hosts:
-            yield Turn(host, self._clock(), None)
+            # No pacing to keep, but still counted: a claim refresh keeps a busy host.
+            self._unpaced[host] = self._unpaced.get(host, 0) + 1
+            try:
+                yield Turn(host, self._clock(), None)
+            finally:
+                left = self._unpaced.pop(host) - 1
+                if left:
+                    self._unpaced[host] = left
             return
         state = self._host(host)
         # The lock makes waiters take their turns in order, each one delay apart.

@@ -4,11 +4,20 @@ The store decides who holds what (fair shares, expiry, take-over). The worker ke
 expiry times it was given and starts a fetch on a host only while its claim has at least
 ``safety`` seconds left (the longest a fetch can take), so a fetch never outlives the
 claim it started under, even if renewals then fail.
+
+A refresh may let hosts go. It names the hosts where a request of this worker is under way
+(or waiting for its turn) and keeps those, but a request can start while the refresh is in
+the store, after that list was taken: a lease acquired in the meantime, a redirect hop, a
+robots.txt request. So every request, once it is counted as under way on its host, asks
+:meth:`ClaimKeeper.confirm` last: that waits out a refresh in progress and then answers
+from the claims it left. A refresh that starts later sees the request in the list.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
 
 from sitesync.models import ClaimGrant
@@ -53,6 +62,10 @@ class ClaimKeeper:
         self._surplus: set[str] = set()
         self._others: set[str] = set()
         self._others_read_at = float("-inf")
+        #: Hosts this worker let go, and when: another worker may be about to claim one,
+        #: and until it does, the claims table does not say so.
+        self._let_go: dict[str, float] = {}
+        self._changing = asyncio.Lock()  # held while a refresh or release is in the store
 
     @property
     def hosts(self) -> list[str]:
@@ -77,6 +90,8 @@ class ClaimKeeper:
         if host in self._expires:
             return self.holds(host)
         now = self.store.now()
+        if now - self._let_go.get(host, -math.inf) < self.claim_seconds:
+            return False  # ours until a moment ago: its next holder may be taking it now
         if now - self._others_read_at > OTHERS_TTL_SECONDS:
             claims = await self.store.list_claims(self.run_id)
             self._others = {
@@ -85,8 +100,24 @@ class ClaimKeeper:
             self._others_read_at = now
         return host not in self._others
 
+    async def confirm(self, host: str) -> bool:
+        """May a request to ``host``, already counted as under way, start now?
+
+        Called last before the request is sent. A refresh in the store at this moment may
+        have taken its list of busy hosts before this request was counted, and may be
+        letting ``host`` go: wait for it to end, then answer from what it left.
+        """
+        if self._changing.locked():
+            async with self._changing:
+                pass
+        return await self.may_request(host)
+
     async def refresh(self) -> ClaimGrant:
         """Renew, rebalance and extend this worker's claims (one store transaction)."""
+        async with self._changing:
+            return await self._refresh()
+
+    async def _refresh(self) -> ClaimGrant:
         if self._before_letting_go is not None and self._expires:
             await self._before_letting_go(list(self._expires))
         grant = await self.store.claim_hosts(
@@ -103,12 +134,19 @@ class ClaimKeeper:
         for host in self._expires.keys() - before:
             await self._on_new_host(host)
         lost = before - self._expires.keys()
+        now = self.store.now()
+        self._let_go = {h: at for h, at in self._let_go.items() if now - at < self.claim_seconds}
+        self._let_go.update(dict.fromkeys(lost, now))
+        for host in self._expires:
+            self._let_go.pop(host, None)
         if lost:
             log.debug("claims given up or lost: %s", ", ".join(sorted(lost)))
         return grant
 
     async def release_all(self) -> None:
-        if self._before_letting_go is not None and self._expires:
-            await self._before_letting_go(list(self._expires))
-        self._expires = {}
-        await self.store.release_claims(self.run_id, worker_id=self.worker_id)
+        async with self._changing:
+            if self._before_letting_go is not None and self._expires:
+                await self._before_letting_go(list(self._expires))
+            self._let_go.update(dict.fromkeys(self._expires, self.store.now()))
+            self._expires = {}
+            await self.store.release_claims(self.run_id, worker_id=self.worker_id)

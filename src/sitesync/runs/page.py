@@ -53,6 +53,11 @@ class Halted(Exception):
     """The worker is leaving (the run was paused, stopped or cancelled): start nothing."""
 
 
+class ClaimLost(Halted):
+    """The host's claim was let go (or lost) while the request waited to start: whoever
+    holds the host now fetches the page. It goes back untried, like a halted one."""
+
+
 def _never() -> bool:
     return False
 
@@ -291,6 +296,10 @@ class PageAttempts:
         async with self.limiter.slot(host) as turn:
             if self.halted():
                 raise Halted
+            # Counted as under way on the host from here (a refresh keeps the host): the
+            # last word is the claim's, in case a refresh was letting the host go.
+            if not await self.claims.confirm(host):
+                raise ClaimLost
             self.under_way.add(lease.task_id)
             yield turn
 

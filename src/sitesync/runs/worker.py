@@ -102,6 +102,7 @@ class CrawlWorker:
             limiter=self._limiter,
             robots=self._hosts.robots,
             may_request=self.claims.may_request,
+            confirm=self.claims.confirm,
             keep_pace=self._hosts.keep_pace,
         )
         self._attempts = self._page_attempts(plugins)
