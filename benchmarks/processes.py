@@ -161,13 +161,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--processes", default="1,2", help="comma-separated counts to measure")
     parser.add_argument("--db", help="a PostgreSQL database (a schema per crawl); default SQLite")
+    parser.add_argument(
+        "--links-only",
+        action="store_true",
+        help="no plugin, only the crawl's link extraction (default: the built-in plugins)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     return parser.parse_args()
 
 
 def main() -> int:
     args = parse_args()
-    os.environ.update(child_env())
+    os.environ.update(child_env("sitesync-links" if args.links_only else ""))
     # Every process of a crawl imports sitesync: with PYTHONDONTWRITEBYTECODE (as on CI) each
     # would compile it again, seconds of CPU per helper that have nothing to do with crawling.
     compileall.compile_dir(REPO / "src", quiet=1)

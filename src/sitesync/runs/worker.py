@@ -97,14 +97,7 @@ class CrawlWorker:
         self.claims = self._claim_keeper()
         # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
         # this: the same limiter, robots.txt and claims as the pages.
-        self.polite_client = PoliteClient(
-            self._plain_fetcher,
-            limiter=self._limiter,
-            robots=self._hosts.robots,
-            may_request=self.claims.may_request,
-            confirm=self.claims.confirm,
-            keep_pace=self._hosts.keep_pace,
-        )
+        self.polite_client = self._polite_client()
         self._attempts = self._page_attempts(plugins)
         self._feeder, self._reporter = self._lease_flow()
         self._upkeep = Upkeep(
@@ -117,6 +110,16 @@ class CrawlWorker:
         )  # fmt: skip
         self._quiet = asyncio.Event()  # set whenever no request of this worker is under way
         self._side: dict[str, asyncio.Task[None]] = {}  # side tasks by name
+
+    def _polite_client(self) -> PoliteClient:
+        return PoliteClient(
+            self._plain_fetcher,
+            limiter=self._limiter,
+            robots=self._hosts.robots,
+            may_request=self.claims.may_request,
+            confirm=self.claims.confirm,
+            keep_pace=self._hosts.keep_pace,
+        )
 
     def _claim_keeper(self) -> ClaimKeeper:
         return ClaimKeeper(
