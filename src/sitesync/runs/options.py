@@ -53,15 +53,6 @@ class WorkerOptions:
         return self.in_flight_limit or 2 * self.concurrency
 
     @property
-    def flush_at(self) -> int:
-        """Reports that make a batch: a quarter of the leases a worker may hold, so the
-        commit runs while the other three quarters are fetched. A worker may not lease
-        more until its reports are committed; a batch as big as its whole window (the 256
-        of ``report_batch`` against 128 leases at concurrency 64) left it idle between
-        ``report_interval`` flushes."""
-        return max(1, min(self.report_batch, self.held_limit // 4))
-
-    @property
     def held_per_host(self) -> int:
         """Leases held per host beyond which the worker asks for other hosts' tasks."""
         if self.per_host_concurrency <= 0:

@@ -64,7 +64,7 @@ class ReportBatcher:
     def add(self, report: TaskReport) -> None:
         self.stats.count(report)
         self._reports.append(report)
-        if len(self._reports) >= self.options.flush_at:
+        if len(self._reports) >= self.options.report_batch:
             self._now.set()
 
     def close(self) -> None:
