@@ -327,3 +327,57 @@ async def test_runs_writing_the_same_keys_at_once_keep_one_history(store: Store)
         assert {v.run_id for v in versions[1:]} == {third, fourth}
     [counts] = await store.run_assets(third)
     assert (counts.assets_found, counts.assets_stored) == (40, 40)
+
+
+async def report_batch(store: Store, run_id: int, pages: dict[str, Sequence[AssetRecord]]) -> None:
+    """Lease every path and report them all in one batch (one ``report`` call), in order."""
+    await store.add_tasks(
+        run_id, [NewTask(url=f"http://{HOST}{path}", host=HOST, depth=0) for path in pages]
+    )
+    leases = await store.acquire(run_id, worker_id="w", limit=len(pages), lease_seconds=30)
+    by_url = {lease.url: lease for lease in leases}
+    reports = [
+        TaskReport(lease=by_url[f"http://{HOST}{path}"], ok=True, http_status=200,
+                   records=tuple(records))
+        for path, records in pages.items()
+    ]  # fmt: skip
+    await store.report(run_id, reports)
+
+
+async def test_one_batch_writes_its_records_as_one_report_after_another_would(
+    store: Store,
+) -> None:
+    """PostgreSQL writes a batch's new keys and unchanged sightings together: a key that
+    appears twice in a batch, or changes within it, must come out as written one by one."""
+    logo = asset("image", "logo.png", b"\x89PNG logo")
+    banner = asset("image", "banner.png", b"banner 1")
+    banner_2 = replace(banner, content_hash="b2", body=b"banner 2")
+    manual = asset("document", "manual.pdf")
+    first = await new_run(store)
+    await report_batch(store, first, {
+        "/": [page("/", "home"), logo, banner],
+        "/a": [page("/a", "a"), logo, banner_2],  # the banner changed within the batch
+        "/b": [page("/b", "b"), logo, banner, manual],  # and changed back
+    })  # fmt: skip
+    assert [v.version for v in await store.record_history(logo.key)] == [1]
+    history = await store.record_history(banner.key)
+    assert [(v.version, v.content_hash) for v in history] == [
+        (1, banner.content_hash), (2, "b2"), (3, banner.content_hash)
+    ]  # fmt: skip
+    seen = {v.key: v.version for v in await store.records_of_run(first)}
+    assert seen[banner.key] == 3 and seen[logo.key] == 1 and len(seen) == 6
+    [counts] = await store.run_assets(first)
+    assert (counts.assets_found, counts.assets_stored) == (3, 2)  # logo, banner, manual
+    assert await store.get_body(hashlib.sha256(b"banner 2").hexdigest()) == b"banner 2"
+
+    # A second run: unchanged sightings of known keys beside a new one, in one batch.
+    second = await new_run(store)
+    fresh = asset("image", "fresh.png", b"fresh")
+    await report_batch(store, second, {"/": [page("/", "home"), logo], "/c": [logo, fresh]})
+    assert [v.version for v in await store.record_history(logo.key)] == [1]
+    assert {v.key for v in await store.records_of_run(second)} == {
+        page("/", "home").key, logo.key, fresh.key
+    }  # fmt: skip
+    [again] = await store.run_assets(second)
+    assert (again.assets_found, again.assets_stored) == (2, 2)
+    assert [v.version for v in await store.record_history(page("/", "home").key)] == [1]

@@ -84,13 +84,15 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             now = self._db.clock()
             states = await _apply_reports(conn, reports, config.max_retries, now)
             tally = rules.ReportTally()
+            with_records = []
             for report in reports:
                 # A task reported twice in one batch: the first report is the one applied.
                 state = states.pop(report.lease.task_id, None)
                 if state is None:
                     tally.lost()
                 elif tally.accept(report, state):
-                    await save_records(conn, run_id, report, now, self.max_stored_body_bytes)
+                    with_records.append(report)
+            await save_records(conn, run_id, with_records, now, self.max_stored_body_bytes)
             await _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)
             await admit(conn, run_id, config, tally.discovered, now, tally.by_host)
             return tally.verdicts

@@ -1,15 +1,17 @@
 """Versioned AssetRecords on PostgreSQL (the RecordStore part of the PostgreSQL store).
 
 Writes run inside the report transaction (:func:`save_records`, called by the frontier's
-``report`` under the run's row lock). Reports of *other* runs may write the same key at the
-same time, so a new version is decided under the record's row lock (``lock_record``), and a
-new key's insert gives way to one another run made first; an unchanged sighting needs no
-lock. SQL lives in ``records.sql``; what is a decision (keep a body, similarity) in
-:mod:`sitesync.store._records`.
+``report`` with the batch's accepted reports). Reports of *other* runs may write the same
+key at the same time, so a new version is decided under the record's row lock
+(``lock_record``), and a new key's insert gives way to one another run made first; an
+unchanged sighting needs no lock. SQL lives in ``records.sql``; what is a decision (keep
+a body, similarity) in :mod:`sitesync.store._records`.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psycopg.rows import DictRow
@@ -32,6 +34,7 @@ from sitesync.store._records import (
     version_params,
 )
 from sitesync.store.postgres._db import Conn, PostgresArea, Q, every, one
+from sitesync.store.postgres.record_batch import save_batch
 
 
 class PostgresRecords(PostgresArea):
@@ -80,20 +83,27 @@ class PostgresRecords(PostgresArea):
 # -- writing (inside the report transaction) ---------------------------------------------
 
 
-async def save_records(conn: Conn, run_id: int, report: TaskReport, now: float, cap: int) -> None:
-    """Write the report's records in the report's own transaction; bodies over ``cap``
-    bytes are not kept."""
+async def save_records(
+    conn: Conn, run_id: int, reports: Sequence[TaskReport], now: float, cap: int
+) -> None:
+    """Write the accepted reports' records in the report transaction; bodies over ``cap``
+    bytes are not kept. New keys and unchanged sightings go in batches
+    (:mod:`~sitesync.store.postgres.record_batch`); the rest one by one, here."""
+    rest = await save_batch(conn, run_id, reports, now, cap)
+    if not rest:
+        return
     writer = _RecordWriter(conn, run_id, now, cap)
-    tally = AssetTally()
-    # In key order: transactions of two runs that share keys then lock them in the same
-    # order, and wait for each other instead of deadlocking.
-    for record in sorted(report.records, key=_by_key):
+    tallies: dict[str, AssetTally] = defaultdict(AssetTally)
+    # In key order (the batch's order within a key): transactions of two runs that share
+    # keys then lock them in the same order, and wait for each other instead of deadlocking.
+    for index, record in sorted(rest, key=lambda item: item[1].key):
+        report = reports[index]
         seen, stored = await writer.save(report.lease.task_id, record)
-        tally.count(record, newly_seen=seen, newly_stored=stored)
-    if tally.found or tally.stored:
-        params = {"run_id": run_id, "host": report.lease.host}
-        params.update(found=tally.found, stored=tally.stored)
-        await conn.execute(Q["add_host_assets"], params)
+        tallies[report.lease.host].count(record, newly_seen=seen, newly_stored=stored)
+    for host, tally in tallies.items():
+        if tally.found or tally.stored:
+            params = {"run_id": run_id, "host": host, "found": tally.found, "stored": tally.stored}
+            await conn.execute(Q["add_host_assets"], params)
 
 
 @dataclass(frozen=True, slots=True)

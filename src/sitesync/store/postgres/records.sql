@@ -136,3 +136,60 @@ SELECT r.url
         OR v.data -> 'external' @> jsonb_build_array(%(url)s::text))
  ORDER BY s.seen_at
  LIMIT %(limit)s;
+
+-- Batched writes of a report batch's records (record_batch.py): a constant number of
+-- statements for the common cases (a key new to the store, a key seen again unchanged),
+-- each over arrays. Rows go in key (or id) order, so that two transactions writing
+-- overlapping keys take their locks in one order and wait instead of deadlocking.
+
+-- name: select_records_by_key
+SELECT key, id, latest_version, latest_hash, latest_body_hash FROM records
+ WHERE key = ANY(%(keys)s::text[]);
+
+-- name: insert_bodies
+INSERT INTO record_bodies (content_hash, size, compression, data, created_at)
+SELECT h, s, c, d, %(now)s
+  FROM unnest(%(hashes)s::text[], %(sizes)s::bigint[], %(compressions)s::text[],
+              %(data)s::bytea[]) AS b(h, s, c, d)
+ ORDER BY h
+ON CONFLICT (content_hash) DO NOTHING;
+
+-- name: insert_records
+-- Keys another run's transaction inserted first come back without a row: the caller
+-- writes those records one by one (lock_record).
+INSERT INTO records (key, kind, url, first_run_id, first_seen_at, latest_version, latest_hash,
+                     latest_body_hash)
+SELECT k, kd, u, %(run_id)s, %(now)s, 1, h, b
+  FROM unnest(%(keys)s::text[], %(kinds)s::text[], %(urls)s::text[], %(hashes)s::text[],
+              %(body_hashes)s::text[]) AS r(k, kd, u, h, b)
+ ORDER BY k
+ON CONFLICT (key) DO NOTHING
+RETURNING id, key;
+
+-- name: insert_first_versions
+INSERT INTO record_versions (record_id, version, run_id, content_hash, similarity, body_hash,
+                             body_size, body_note, data, created_at)
+SELECT r, 1, %(run_id)s, h, NULL, b, s, n, d::jsonb, %(now)s
+  FROM unnest(%(record_ids)s::bigint[], %(hashes)s::text[], %(body_hashes)s::text[],
+              %(body_sizes)s::bigint[], %(body_notes)s::text[], %(data)s::text[])
+       AS v(r, h, b, s, n, d);
+
+-- name: insert_sightings
+-- The first sighting of a record in the batch is the one kept (WITH ORDINALITY keeps the
+-- batch's order within a record); those the run had seen before come back without a row.
+INSERT INTO record_seen (run_id, record_id, version, task_id, seen_at)
+SELECT %(run_id)s, r, v, t, %(now)s
+  FROM unnest(%(record_ids)s::bigint[], %(versions)s::integer[], %(task_ids)s::bigint[])
+       WITH ORDINALITY AS s(r, v, t, n)
+ ORDER BY r, n
+ON CONFLICT (run_id, record_id) DO NOTHING
+RETURNING record_id;
+
+-- name: add_hosts_assets
+INSERT INTO run_host_assets (run_id, host, assets_found, assets_stored)
+SELECT %(run_id)s, h, f, s
+  FROM unnest(%(hosts)s::text[], %(found)s::bigint[], %(stored)s::bigint[]) AS a(h, f, s)
+ ORDER BY h
+ON CONFLICT (run_id, host) DO UPDATE
+   SET assets_found = run_host_assets.assets_found + EXCLUDED.assets_found,
+       assets_stored = run_host_assets.assets_stored + EXCLUDED.assets_stored;
