@@ -85,13 +85,13 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
                 return 0
             now = self._db.clock()
             rows = await every(conn, "count_uncounted", {"run_id": run_id})
-            counted = 0
-            for row in rows:
-                params = {"run_id": run_id, "host": row["host"], "now": now,
-                          "pages": row["pages"], "errors": row["errors"]}  # fmt: skip
-                await conn.execute(Q["add_host_counts"], params)
-                await conn.execute(Q["touch_domain"], params)
-                counted += row["pages"] + row["errors"]
+            if rows:
+                params = {"run_id": run_id, "now": now, "hosts": [row["host"] for row in rows],
+                          "pages": [row["pages"] for row in rows],
+                          "errors": [row["errors"] for row in rows]}  # fmt: skip
+                await conn.execute(Q["add_hosts_counts"], params)
+                await conn.execute(Q["touch_domains"], params)
+            counted: int = sum(row["pages"] + row["errors"] for row in rows)
             if final:
                 await conn.execute(Q["mark_exhausted"], {"run_id": run_id, "now": now})
             return counted

@@ -150,17 +150,23 @@ SELECT host,
  GROUP BY host
  ORDER BY host;
 
--- name: add_host_counts
+-- name: add_hosts_counts
+-- One statement for every host of a flush (a round trip each would be one per host), in
+-- host order, as every writer of host rows takes them.
 INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)
-VALUES (%(run_id)s, %(host)s, %(pages)s, %(errors)s, %(now)s)
+SELECT %(run_id)s, h, p, e, %(now)s
+  FROM unnest(%(hosts)s::text[], %(pages)s::bigint[], %(errors)s::bigint[]) AS c(h, p, e)
+ ORDER BY h
 ON CONFLICT (run_id, host) DO UPDATE
    SET pages_crawled = run_hosts.pages_crawled + excluded.pages_crawled,
        errors = run_hosts.errors + excluded.errors,
        updated_at = excluded.updated_at;
 
--- name: touch_domain
+-- name: touch_domains
 INSERT INTO domains (host, first_seen_at, updated_at, last_run_id, last_crawled_at)
-VALUES (%(host)s, %(now)s, %(now)s, %(run_id)s, %(now)s)
+SELECT h, %(now)s, %(now)s, %(run_id)s, %(now)s
+  FROM unnest(%(hosts)s::text[]) AS d(h)
+ ORDER BY h
 ON CONFLICT (host) DO UPDATE
    SET last_run_id = excluded.last_run_id,
        last_crawled_at = excluded.last_crawled_at,
