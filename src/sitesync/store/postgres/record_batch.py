@@ -23,12 +23,13 @@ from typing import Any
 
 from sitesync.models import AssetRecord, TaskReport
 from sitesync.store._records import (
-    COMPRESSION,
     AssetTally,
     BodyPlan,
-    compress,
+    body_params,
     plan_body,
     record_json,
+    record_params,
+    version_params,
 )
 from sitesync.store.postgres._db import Conn, Q, every
 
@@ -112,7 +113,7 @@ async def save_batch(
         tallies[reports[sighting.report].lease.host].count(
             sighting.record, newly_seen=seen, newly_stored=stored
         )
-    await _add_assets(conn, run_id, tallies)
+    await add_assets(conn, run_id, tallies)
     return [(s.report, s.record) for s in batch.slow()]
 
 
@@ -122,36 +123,31 @@ async def _create(conn: Conn, run_id: int, batch: RecordBatch, now: float) -> No
     creations = [c for c in batch.creations.values() if not c.key.slow]
     if not creations:
         return
-    bodies = {
-        c.plan.body_hash: c
+    bodies = {  # one row per body: two new keys may share their bytes
+        c.plan.body_hash: body_params(c.plan, c.record.body, now)
         for c in creations
         if c.plan.body_hash is not None and c.record.body is not None
     }
     if bodies:
-        await conn.execute(Q["insert_bodies"], _body_columns(bodies, now))
-    records: dict[str, list[Any]] = {
-        "keys": [], "kinds": [], "urls": [], "hashes": [], "body_hashes": []
-    }  # fmt: skip
-    for c in creations:
-        _append(records, keys=c.record.key, kinds=c.record.kind, urls=c.record.url,
-                hashes=c.record.content_hash, body_hashes=c.plan.body_hash)  # fmt: skip
-    rows = await every(conn, "insert_records", {**records, "run_id": run_id, "now": now})
+        await conn.execute(Q["insert_bodies"], _columns(list(bodies.values()), now=now))
+    records = [
+        {**record_params(c.record, run_id, now), "content_hash": c.record.content_hash,
+         "body_hash": c.plan.body_hash}
+        for c in creations
+    ]  # fmt: skip
+    rows = await every(conn, "insert_records", _columns(records, run_id=run_id, now=now))
     ids = {row["key"]: row["id"] for row in rows}
-    versions: dict[str, list[Any]] = {
-        "record_ids": [], "hashes": [], "body_hashes": [], "body_sizes": [], "body_notes": [],
-        "data": [],
-    }  # fmt: skip
+    versions = []
     for c in creations:
         record_id = ids.get(c.record.key)
         if record_id is None:  # created by another run's transaction first
             c.key.slow = True
             continue
         c.key.record_id = record_id
-        _append(versions, record_ids=record_id, hashes=c.record.content_hash,
-                body_hashes=c.plan.body_hash, body_sizes=c.plan.size, body_notes=c.plan.note,
-                data=record_json(c.record))  # fmt: skip
-    if versions["record_ids"]:
-        await conn.execute(Q["insert_first_versions"], {**versions, "run_id": run_id, "now": now})
+        data = record_json(c.record)
+        versions.append(version_params(record_id, 1, run_id, c.record, c.plan, None, data, now))
+    if versions:
+        await conn.execute(Q["insert_first_versions"], _columns(versions, run_id=run_id, now=now))
 
 
 async def _sight(
@@ -177,7 +173,8 @@ async def _sight(
     return newly_seen
 
 
-async def _add_assets(conn: Conn, run_id: int, tallies: dict[str, AssetTally]) -> None:
+async def add_assets(conn: Conn, run_id: int, tallies: dict[str, AssetTally]) -> None:
+    """Move the asset counters of every host tallied, in one statement."""
     moved = {host: t for host, t in tallies.items() if t.found or t.stored}
     if moved:
         params = {
@@ -189,15 +186,8 @@ async def _add_assets(conn: Conn, run_id: int, tallies: dict[str, AssetTally]) -
         await conn.execute(Q["add_hosts_assets"], params)
 
 
-def _body_columns(bodies: dict[str, _Creation], now: float) -> dict[str, Any]:
-    columns: dict[str, list[Any]] = {"hashes": [], "sizes": [], "compressions": [], "data": []}
-    for body_hash, c in bodies.items():
-        assert c.record.body is not None
-        _append(columns, hashes=body_hash, sizes=c.plan.size, compressions=COMPRESSION,
-                data=compress(c.record.body))  # fmt: skip
-    return {**columns, "now": now}
-
-
-def _append(columns: dict[str, list[Any]], **values: Any) -> None:
-    for name, value in values.items():
-        columns[name].append(value)
+def _columns(rows: list[dict[str, Any]], **scalars: Any) -> dict[str, Any]:
+    """The parameters of one statement over arrays: each parameter of the one-row
+    statements (``body_params``, ``version_params`` ...) as an array of the rows' values,
+    and ``scalars`` as they are."""
+    return {**{name: [row[name] for row in rows] for name in rows[0]}, **scalars}

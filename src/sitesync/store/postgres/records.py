@@ -34,7 +34,7 @@ from sitesync.store._records import (
     version_params,
 )
 from sitesync.store.postgres._db import Conn, PostgresArea, Q, every, one
-from sitesync.store.postgres.record_batch import save_batch
+from sitesync.store.postgres.record_batch import add_assets, save_batch
 
 
 class PostgresRecords(PostgresArea):
@@ -100,10 +100,7 @@ async def save_records(
         report = reports[index]
         seen, stored = await writer.save(report.lease.task_id, record)
         tallies[report.lease.host].count(record, newly_seen=seen, newly_stored=stored)
-    for host, tally in tallies.items():
-        if tally.found or tally.stored:
-            params = {"run_id": run_id, "host": host, "found": tally.found, "stored": tally.stored}
-            await conn.execute(Q["add_host_assets"], params)
+    await add_assets(conn, run_id, tallies)
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,13 +55,6 @@ ON CONFLICT (run_id, record_id) DO NOTHING;
 UPDATE record_seen SET version = %(version)s, seen_at = %(now)s
  WHERE run_id = %(run_id)s AND record_id = %(record_id)s;
 
--- name: add_host_assets
-INSERT INTO run_host_assets (run_id, host, assets_found, assets_stored)
-VALUES (%(run_id)s, %(host)s, %(found)s, %(stored)s)
-ON CONFLICT (run_id, host) DO UPDATE
-   SET assets_found = run_host_assets.assets_found + EXCLUDED.assets_found,
-       assets_stored = run_host_assets.assets_stored + EXCLUDED.assets_stored;
-
 -- name: select_history
 SELECT r.key, r.kind, r.url, v.version, v.run_id, v.content_hash, v.similarity, v.body_hash,
        v.body_size, v.body_note, v.data, v.created_at
@@ -147,9 +140,10 @@ SELECT key, id, latest_version, latest_hash, latest_body_hash FROM records
  WHERE key = ANY(%(keys)s::text[]);
 
 -- name: insert_bodies
+-- The parameters of insert_body (store/_records.body_params), each an array.
 INSERT INTO record_bodies (content_hash, size, compression, data, created_at)
 SELECT h, s, c, d, %(now)s
-  FROM unnest(%(hashes)s::text[], %(sizes)s::bigint[], %(compressions)s::text[],
+  FROM unnest(%(content_hash)s::text[], %(size)s::bigint[], %(compression)s::text[],
               %(data)s::bytea[]) AS b(h, s, c, d)
  ORDER BY h
 ON CONFLICT (content_hash) DO NOTHING;
@@ -160,18 +154,19 @@ ON CONFLICT (content_hash) DO NOTHING;
 INSERT INTO records (key, kind, url, first_run_id, first_seen_at, latest_version, latest_hash,
                      latest_body_hash)
 SELECT k, kd, u, %(run_id)s, %(now)s, 1, h, b
-  FROM unnest(%(keys)s::text[], %(kinds)s::text[], %(urls)s::text[], %(hashes)s::text[],
-              %(body_hashes)s::text[]) AS r(k, kd, u, h, b)
+  FROM unnest(%(key)s::text[], %(kind)s::text[], %(url)s::text[], %(content_hash)s::text[],
+              %(body_hash)s::text[]) AS r(k, kd, u, h, b)
  ORDER BY k
 ON CONFLICT (key) DO NOTHING
 RETURNING id, key;
 
 -- name: insert_first_versions
+-- The parameters of insert_version (store/_records.version_params), each an array.
 INSERT INTO record_versions (record_id, version, run_id, content_hash, similarity, body_hash,
                              body_size, body_note, data, created_at)
 SELECT r, 1, %(run_id)s, h, NULL, b, s, n, d::jsonb, %(now)s
-  FROM unnest(%(record_ids)s::bigint[], %(hashes)s::text[], %(body_hashes)s::text[],
-              %(body_sizes)s::bigint[], %(body_notes)s::text[], %(data)s::text[])
+  FROM unnest(%(record_id)s::bigint[], %(content_hash)s::text[], %(body_hash)s::text[],
+              %(body_size)s::bigint[], %(body_note)s::text[], %(data)s::text[])
        AS v(r, h, b, s, n, d);
 
 -- name: insert_sightings
