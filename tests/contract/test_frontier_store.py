@@ -352,3 +352,28 @@ async def test_per_host_caps_one_hosts_share_of_a_batch(store: Store) -> None:
     uncapped = await store.acquire(run_id, worker_id="w", limit=6, lease_seconds=30)
     assert [lease.host for lease in uncapped] == ["a.test"] * 6
     await assert_counters_match_tasks(store, run_id)
+
+
+@pytest.mark.parametrize("max_pages", [None, 4])
+async def test_one_batch_admits_each_url_once_from_its_first_finder(
+    store: Store, max_pages: int | None
+) -> None:
+    """Duplicates inside one batch: the first occurrence is the task (its finder and depth),
+    the rest cost nothing against max_pages, and every host's pending count is exact."""
+    run_id = await running_run(store, max_pages=max_pages)
+
+    def found(n: int, host: str, finder: int) -> NewTask:
+        return NewTask(url=f"http://{host}/p/{n}", host=host, depth=finder, found_from=finder)
+
+    batch = [found(1, "a.test", 11), found(1, "b.test", 12), found(1, "a.test", 13),
+             found(2, "b.test", 14), found(1, "b.test", 15), found(3, "a.test", 16)]  # fmt: skip
+    assert await store.add_tasks(run_id, batch) == 4
+    for url, finder in [("http://a.test/p/1", 11), ("http://b.test/p/1", 12),
+                        ("http://b.test/p/2", 14), ("http://a.test/p/3", 16)]:  # fmt: skip
+        t = await store.get_task(run_id, url)
+        assert t is not None and (t.found_from, t.depth) == (finder, finder)
+    backlog = await store.pending_by_host(run_id)
+    assert [(b.host, b.pending) for b in backlog] == [("a.test", 2), ("b.test", 2)]
+    grant = await store.claim_hosts(run_id, worker_id="w", claim_seconds=30, worker_ttl=30)
+    assert sorted(c.host for c in grant.claims) == ["a.test", "b.test"]
+    await assert_counters_match_tasks(store, run_id)

@@ -166,7 +166,8 @@ async def admit(
             "room": room,
             "now": now,
         }
-        for row in await every(conn, "insert_tasks", params):
+        query = "insert_tasks" if room is None else "insert_tasks_capped"
+        for row in await every(conn, query, params):
             moves.add(row["host"], tasks_total=row["admitted"], pending=row["admitted"])
             admitted += row["admitted"]
     await _move(conn, run_id, moves, now)

@@ -209,12 +209,30 @@ SELECT * FROM tasks
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 
 -- name: insert_tasks
--- The dedup pre-flight and the max_pages cap in one statement; how many were admitted per
--- host. With max_pages the caller holds the run row (lock_run), as every admission of a
--- capped run does, so NOT EXISTS sees every task of the run: duplicates (in the batch or
--- already stored) are dropped before LIMIT, and so never count against the cap. LIMIT
--- NULL = no cap: then admissions run side by side, and ON CONFLICT drops a URL another
--- transaction admitted first (waiting for it to commit or roll back).
+-- An uncapped run's admission: ON CONFLICT is the dedup pre-flight (a URL already in the
+-- run, or earlier in this batch, is dropped by one probe of the unique index), so the cost
+-- follows the batch, not the frontier. Admissions run side by side; a URL another
+-- transaction admitted first waits for it to commit or roll back. Rows go in batch order,
+-- so a URL's first finder is the one kept. How many were admitted per host.
+WITH inserted AS (
+    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
+                       found_from)
+    SELECT %(run_id)s, batch.url, batch.host, 'pending', batch.depth, batch.priority,
+           %(now)s, %(now)s, batch.found_from
+      FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
+                  %(priorities)s::integer[], %(found_from)s::bigint[])
+           WITH ORDINALITY AS batch (url, host, depth, priority, found_from, position)
+     ORDER BY batch.position
+    ON CONFLICT (run_id, url) DO NOTHING
+    RETURNING host)
+SELECT host, COUNT(*) AS admitted FROM inserted GROUP BY host;
+
+-- name: insert_tasks_capped
+-- A capped run's admission, under its run row (lock_run), so the probe below sees every
+-- task of the run: duplicates (in the batch or already stored) are dropped before LIMIT
+-- and so never count against max_pages. The probe is a LATERAL ... LIMIT 1 so that it
+-- stays one index lookup per URL: as NOT EXISTS, a planner with stale statistics hashed
+-- every task of the run for each batch (cost growing with the frontier).
 WITH inserted AS (
     INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
                        found_from)
@@ -224,8 +242,10 @@ WITH inserted AS (
               FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
                           %(priorities)s::integer[], %(found_from)s::bigint[])
                    WITH ORDINALITY AS batch (url, host, depth, priority, found_from, position)
-             WHERE NOT EXISTS (SELECT 1 FROM tasks AS t
-                                WHERE t.run_id = %(run_id)s AND t.url = batch.url)
+              LEFT JOIN LATERAL (SELECT true AS known FROM tasks AS t
+                                  WHERE t.run_id = %(run_id)s AND t.url = batch.url
+                                  LIMIT 1) AS stored ON true
+             WHERE stored.known IS NULL
              ORDER BY batch.url, batch.position) AS fresh
      ORDER BY fresh.position
      LIMIT %(room)s

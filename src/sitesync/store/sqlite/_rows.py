@@ -23,18 +23,12 @@ def outcome_params(report: TaskReport) -> dict[str, Any]:
     }
 
 
-def task_rows(run_id: int, tasks: Sequence[NewTask], now: float) -> Iterator[dict[str, Any]]:
-    """Parameters of ``insert_task``, one per new task."""
+def task_rows(
+    run_id: int, tasks: Sequence[NewTask], now: float
+) -> Iterator[tuple[int, str, str, int, int, float, int | None]]:
+    """Parameters of ``insert_task`` (numbered, in its order), one per new task."""
     for task in tasks:
-        yield {
-            "run_id": run_id,
-            "url": task.url,
-            "host": task.host,
-            "depth": task.depth,
-            "priority": task.priority,
-            "found_from": task.found_from,
-            "now": now,
-        }
+        yield (run_id, task.url, task.host, task.depth, task.priority, now, task.found_from)
 
 
 def domain_from_row(row: Row) -> Domain:

@@ -131,8 +131,9 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
     if not tasks:
         return 0
     room = rules.admission_room(select_run(conn, run_id))
+    [(after,)] = conn.execute(Q["last_task_id"]).fetchall()
     # rowcount, not total_changes: that one also counts the rows the tasks' triggers
-    # write (run_host_counts); executemany sums rowcount over the batch.
+    # write; executemany sums rowcount over the batch.
     if room is None:
         admitted = conn.executemany(Q["insert_task"], task_rows(run_id, tasks, now)).rowcount
     else:
@@ -146,6 +147,7 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
             admitted += gained
             room -= gained
     if admitted:
+        conn.execute(Q["count_admitted_by_host"], {"after": after})
         conn.execute(Q["add_admitted"], {"run_id": run_id, "admitted": admitted, "now": now})
         ended = end_tasks_of_ended_hosts(conn, run_id, [t.host for t in tasks], now)
         if delta := rules.ended_delta(run_id, now, ended):

@@ -256,12 +256,6 @@ CREATE TABLE run_host_counts (
 ) WITHOUT ROWID;
 CREATE INDEX run_host_counts_with_work ON run_host_counts (run_id, host) WHERE pending > 0;
 
-CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
-    INSERT INTO run_host_counts (run_id, host, pending, assigned)
-    VALUES (NEW.run_id, NEW.host, NEW.state = 'pending', NEW.state = 'assigned')
-    ON CONFLICT (run_id, host) DO UPDATE
-       SET pending = pending + excluded.pending, assigned = assigned + excluded.assigned;
-END;
 CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks
   WHEN OLD.state <> NEW.state BEGIN
     UPDATE run_host_counts
