@@ -34,7 +34,7 @@ CREATE TABLE runs (
 -- One row per normalized URL per run: the UNIQUE constraint is the dedup pre-flight.
 CREATE TABLE tasks (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    run_id           bigint           NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id           bigint           NOT NULL,  -- a run's; no foreign key (0011)
     url              text             NOT NULL,
     host             text             NOT NULL,
     state            text             NOT NULL,
