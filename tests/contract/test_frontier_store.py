@@ -377,3 +377,10 @@ async def test_one_batch_admits_each_url_once_from_its_first_finder(
     grant = await store.claim_hosts(run_id, worker_id="w", claim_seconds=30, worker_ttl=30)
     assert sorted(c.host for c in grant.claims) == ["a.test", "b.test"]
     await assert_counters_match_tasks(store, run_id)
+
+
+async def test_no_task_is_admitted_into_a_run_that_does_not_exist(store: Store) -> None:
+    run_id = await running_run(store)
+    with pytest.raises(RunNotFound):
+        await store.add_tasks(run_id + 1000, [task(1)])
+    assert sum((await store.count_tasks(run_id)).values()) == 0
