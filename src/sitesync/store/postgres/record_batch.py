@@ -2,91 +2,26 @@
 
 Writing records one by one costs four or five round trips a record (look up, keep the
 body, create, first version, sighting): at two records a page, most of a PostgreSQL
-crawl's report transaction. The two common cases go in batches here, over arrays:
-
-- a key new to the store (every page of a first crawl): its body, its record, its first
-  version and its sighting, one statement each for the whole batch;
-- a key seen again unchanged (a re-crawl, an asset on every page): one sighting.
-
-Everything else (a key whose content changed, or changed within the batch, or that another
-run's transaction created first) is written after them by the one-by-one writer
-(``records.save_records``), in the batch's order: every record of such a key goes that
-way, so a key's versions follow the batch as they would one record at a time.
+crawl's report transaction. The common cases (sorted by :mod:`sitesync.store._record_batch`)
+go over arrays, one statement each for the whole batch; the rest is written after them by
+the one-by-one writer (``records.save_records``), in the batch's order.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from sitesync.models import AssetRecord, TaskReport
+from sitesync.store._record_batch import BatchKey, RecordBatch, Sighting, asset_tallies
 from sitesync.store._records import (
     AssetTally,
-    BodyPlan,
     body_params,
-    plan_body,
     record_json,
     record_params,
     version_params,
 )
 from sitesync.store.postgres._db import Conn, Q, every
-
-
-@dataclass(slots=True)
-class _Key:
-    """What the batch knows of one key: as stored, or as this batch creates it."""
-
-    record_id: int | None
-    version: int
-    content_hash: str
-    body_hash: str | None
-    slow: bool = False  # written one by one, with every later record of the key
-
-
-@dataclass(slots=True)
-class _Sighting:
-    report: int  # index of the report in the batch
-    record: AssetRecord
-    key: _Key
-    created: bool  # the batch creates this key with this record
-
-
-@dataclass(slots=True)
-class _Creation:
-    record: AssetRecord
-    plan: BodyPlan
-    key: _Key
-
-
-@dataclass(slots=True)
-class RecordBatch:
-    """The batch's records sorted into sightings, creations and one-by-one writes."""
-
-    keys: dict[str, _Key] = field(default_factory=dict)
-    sightings: list[_Sighting] = field(default_factory=list)
-    creations: dict[str, _Creation] = field(default_factory=dict)
-
-    def sort(self, reports: Sequence[TaskReport], cap: int) -> None:
-        for index, report in enumerate(reports):
-            for record in report.records:
-                key = self.keys.get(record.key)
-                if key is None:  # new to the store: this record creates it
-                    plan = plan_body(record, cap)
-                    key = self.keys[record.key] = _Key(None, 1, record.content_hash, plan.body_hash)
-                    self.creations[record.key] = _Creation(record, plan, key)
-                    self.sightings.append(_Sighting(index, record, key, created=True))
-                    continue
-                if key.content_hash != record.content_hash:
-                    key.slow = True  # a new version: decided under the record's lock
-                self.sightings.append(_Sighting(index, record, key, created=False))
-
-    def fast(self) -> list[_Sighting]:
-        return [s for s in self.sightings if not s.key.slow]
-
-    def slow(self) -> list[_Sighting]:
-        return [s for s in self.sightings if s.key.slow]
 
 
 async def save_batch(
@@ -100,20 +35,14 @@ async def save_batch(
     if not keys:
         return []
     for row in await every(conn, "select_records_by_key", {"keys": keys}):
-        batch.keys[row["key"]] = _Key(
+        batch.keys[row["key"]] = BatchKey(
             row["id"], row["latest_version"], row["latest_hash"], row["latest_body_hash"]
         )
     batch.sort(reports, cap)
     await _create(conn, run_id, batch, now)
     fast = batch.fast()
     newly_seen = await _sight(conn, run_id, reports, fast, now)
-    tallies: dict[str, AssetTally] = defaultdict(AssetTally)
-    for sighting, seen in zip(fast, newly_seen, strict=True):
-        stored = sighting.key.body_hash is not None and seen
-        tallies[reports[sighting.report].lease.host].count(
-            sighting.record, newly_seen=seen, newly_stored=stored
-        )
-    await add_assets(conn, run_id, tallies)
+    await add_assets(conn, run_id, asset_tallies(reports, fast, newly_seen))
     return [(s.report, s.record) for s in batch.slow()]
 
 
@@ -151,7 +80,7 @@ async def _create(conn: Conn, run_id: int, batch: RecordBatch, now: float) -> No
 
 
 async def _sight(
-    conn: Conn, run_id: int, reports: Sequence[TaskReport], fast: list[_Sighting], now: float
+    conn: Conn, run_id: int, reports: Sequence[TaskReport], fast: list[Sighting], now: float
 ) -> list[bool]:
     """One sighting per record in the run: whether each of ``fast`` is its record's first
     in the run (the first of the batch's own sightings of a record, if any)."""

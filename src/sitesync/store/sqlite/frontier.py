@@ -72,12 +72,14 @@ class SqliteFrontier(TaskReads[SqliteDb]):
             now = self._db.clock()
             tally = rules.ReportTally()
             max_retries = select_run(conn, run_id).config.max_retries
+            with_records = []
             for report in reports:
                 state = _apply_report(conn, report, max_retries, now)
                 if state is None:
                     tally.lost()
                 elif tally.accept(report, state):
-                    save_records(conn, run_id, report, now, self.max_stored_body_bytes)
+                    with_records.append(report)
+            save_records(conn, run_id, with_records, now, self.max_stored_body_bytes)
             if delta := tally.counter_params(run_id, now):
                 conn.execute(Q["move_counters"], delta)
             _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)

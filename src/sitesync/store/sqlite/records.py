@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sitesync.models import AssetRecord, HostAssets, RecordVersion, RunDiff, TaskReport
 from sitesync.store._records import (
@@ -29,6 +30,7 @@ from sitesync.store._records import (
     version_params,
 )
 from sitesync.store.sqlite._db import Q, SqliteArea
+from sitesync.store.sqlite.record_batch import save_batch
 
 
 class SqliteRecords(SqliteArea):
@@ -87,19 +89,22 @@ def _versions(rows: list[sqlite3.Row]) -> list[RecordVersion]:
 
 
 def save_records(
-    conn: sqlite3.Connection, run_id: int, report: TaskReport, now: float, cap: int
+    conn: sqlite3.Connection, run_id: int, reports: Sequence[TaskReport], now: float, cap: int
 ) -> None:
-    """Write the report's records in the report's own transaction; bodies over ``cap``
-    bytes are not kept."""
+    """Write the accepted reports' records in the report transaction; bodies over ``cap``
+    bytes are not kept. New keys and unchanged sightings go in bulk
+    (:mod:`~sitesync.store.sqlite.record_batch`); the rest one by one, here, in batch order."""
+    rest = save_batch(conn, run_id, reports, now, cap)
     writer = _RecordWriter(conn, run_id, now, cap)
-    tally = AssetTally()
-    for record in report.records:
+    tallies: dict[str, AssetTally] = defaultdict(AssetTally)
+    for index, record in rest:
+        report = reports[index]
         seen, stored = writer.save(report.lease.task_id, record)
-        tally.count(record, newly_seen=seen, newly_stored=stored)
-    if tally.found or tally.stored:
-        params: dict[str, Any] = {"run_id": run_id, "host": report.lease.host}
-        params.update(found=tally.found, stored=tally.stored)
-        conn.execute(Q["add_host_assets"], params)
+        tallies[report.lease.host].count(record, newly_seen=seen, newly_stored=stored)
+    for host, tally in tallies.items():
+        if tally.found or tally.stored:
+            params = {"run_id": run_id, "host": host, "found": tally.found, "stored": tally.stored}
+            conn.execute(Q["add_host_assets"], params)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,25 @@ VALUES (:key, :kind, :url, :run_id, :now, 1, :content_hash, :body_hash)
 ON CONFLICT (key) DO NOTHING
 RETURNING id;
 
+-- name: select_records_by_key
+-- The batch's keys as the store has them (record_batch.py): one lookup for all of them.
+SELECT key, id, latest_version, latest_hash, latest_body_hash
+  FROM records
+ WHERE key IN (SELECT value FROM json_each(:keys));
+
+-- name: insert_new_record
+-- A key new to the store, for executemany (record_batch.py): as insert_record, without
+-- RETURNING; the batch reads the ids back with select_records_by_key.
+INSERT INTO records (key, kind, url, first_run_id, first_seen_at, latest_version, latest_hash,
+                     latest_body_hash)
+VALUES (:key, :kind, :url, :run_id, :now, 1, :content_hash, :body_hash);
+
+-- name: select_seen_in_run
+-- Which of the batch's records the run has already seen.
+SELECT record_id
+  FROM record_seen
+ WHERE run_id = :run_id AND record_id IN (SELECT value FROM json_each(:record_ids));
+
 -- name: update_record_latest
 UPDATE records
    SET latest_version = :version, latest_hash = :content_hash, latest_body_hash = :body_hash
