@@ -14,6 +14,7 @@ import pytest
 from sitesync.errors import IllegalTransition, RunNotFound
 from sitesync.fetch.base import FetchOutcome
 from sitesync.models import (
+    Lease,
     NewTask,
     ReportVerdict,
     RunConfig,
@@ -384,3 +385,31 @@ async def test_no_task_is_admitted_into_a_run_that_does_not_exist(store: Store) 
     with pytest.raises(RunNotFound):
         await store.add_tasks(run_id + 1000, [task(1)])
     assert sum((await store.count_tasks(run_id)).values()) == 0
+
+
+async def test_reports_that_discover_each_others_pages_land_side_by_side(store: Store) -> None:
+    """Two workers report at once, each completing its pages while discovering the pages the
+    other is completing in that same moment, and new pages in opposite orders: no admission
+    waits on the other's transaction in a cycle (on PostgreSQL, a deadlock that the server
+    breaks by failing one of them)."""
+    run_id = await running_run(store)
+
+    def reports(leases: list[Lease], others: list[Lease], new: list[NewTask]) -> list[TaskReport]:
+        found = tuple(NewTask(url=o.url, host=o.host, depth=2) for o in others) + tuple(new)
+        return [
+            TaskReport(lease=lease, ok=True, http_status=200, discovered=found) for lease in leases
+        ]
+
+    for round_ in range(5):
+        pages = range(200 * round_, 200 * (round_ + 1))
+        await store.add_tasks(run_id, [task(n, host=f"h{n % 2}.test") for n in pages])
+        mine = await store.acquire(run_id, worker_id="w1", limit=100, lease_seconds=60)
+        theirs = await store.acquire(run_id, worker_id="w2", limit=100, lease_seconds=60)
+        fresh = [task(10_000 + 50 * round_ + n, host="new.test") for n in range(50)]
+        both = await asyncio.gather(
+            store.report(run_id, reports(mine, theirs, fresh)),
+            store.report(run_id, reports(theirs, mine, fresh[::-1])),
+        )
+        assert {verdict for verdicts in both for verdict in verdicts} == {ReportVerdict.ACCEPTED}
+    await assert_counters_match_tasks(store, run_id)
+    assert (await store.get_run(run_id)).counters.tasks_total == 5 * (200 + 50)

@@ -209,11 +209,16 @@ SELECT * FROM tasks
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 
 -- name: insert_tasks
--- An uncapped run's admission: ON CONFLICT is the dedup pre-flight (a URL already in the
--- run, or earlier in this batch, is dropped by one probe of the unique index), so the cost
--- follows the batch, not the frontier. Admissions run side by side; a URL another
--- transaction admitted first waits for it to commit or roll back. Rows go in batch order,
--- so a URL's first finder is the one kept. How many were admitted per host.
+-- An uncapped run's admission: admissions of one run go side by side, so two rules keep
+-- them from waiting on each other in a cycle (a deadlock):
+-- - a URL the run already has is dropped by the probe, which reads the committed row, and
+--   never reaches the insert: ON CONFLICT would wait for whichever transaction is updating
+--   that row (another worker completing that very page);
+-- - the rest go in URL order, so two transactions admitting the same new URLs wait for each
+--   other in one order; ON CONFLICT then drops a URL another transaction admitted first.
+-- The probe is a LATERAL ... LIMIT 1, one index lookup per URL: as NOT EXISTS, a planner
+-- with stale statistics hashed every task of the run for each batch. Within the batch the
+-- first finder of a URL is the one kept. How many were admitted per host.
 WITH inserted AS (
     INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
                        found_from)
@@ -222,7 +227,11 @@ WITH inserted AS (
       FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
                   %(priorities)s::integer[], %(found_from)s::bigint[])
            WITH ORDINALITY AS batch (url, host, depth, priority, found_from, position)
-     ORDER BY batch.position
+      LEFT JOIN LATERAL (SELECT true AS known FROM tasks AS t
+                          WHERE t.run_id = %(run_id)s AND t.url = batch.url
+                          LIMIT 1) AS stored ON true
+     WHERE stored.known IS NULL
+     ORDER BY batch.url, batch.position
     ON CONFLICT (run_id, url) DO NOTHING
     RETURNING host)
 SELECT host, COUNT(*) AS admitted FROM inserted GROUP BY host;
