@@ -22,6 +22,8 @@ from sitesync.store.postgres._db import is_transient
         errors.CannotConnectNow("the database system is starting up"),
         errors.TooManyConnections("sorry, too many clients already"),
         PoolTimeout("couldn't get a connection after 30.00 sec"),
+        errors.DeadlockDetected("deadlock detected"),
+        errors.SerializationFailure("could not serialize access"),
     ],
 )
 def test_lost_connections_and_restarts_are_transient(exc: Exception) -> None:

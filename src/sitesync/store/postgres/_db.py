@@ -240,15 +240,20 @@ async def errors_at(where: str, *, connecting: bool = False) -> AsyncIterator[No
 
 def is_transient(exc: BaseException) -> bool:
     """A fault that waiting may cure: the connection was lost or refused, the server is
-    shutting down or restarting (failover), or no connection could be had in time."""
+    shutting down or restarting (failover), no connection could be had in time, or the
+    server rolled the transaction back to break a deadlock or a serialization conflict."""
     if isinstance(exc, PoolTimeout):
         return True
     if isinstance(exc, psycopg.OperationalError):
         # No SQLSTATE: the client lost the connection. 08: connection exception;
         # 57: operator intervention (admin shutdown, crash shutdown, cannot connect now);
-        # 53: insufficient resources (too many connections).
+        # 53: insufficient resources (too many connections); 40: transaction rollback
+        # (deadlock detected, serialization failure), where the whole transaction was
+        # undone and running it again is what the server asks for. The store's writers
+        # are built not to deadlock; this keeps one that slips through a retry, not a
+        # crashed worker.
         state = exc.sqlstate
-        return state is None or state[:2] in ("08", "57", "53")
+        return state is None or state[:2] in ("08", "57", "53", "40")
     return False
 
 
