@@ -112,8 +112,28 @@ def create_schema(dsn: str) -> str:
 
 
 def drop_schema(dsn: str, name: str) -> None:
+    """Drop the schema, ending first any session that still holds locks in it: a test that
+    failed or timed out mid-transaction (a store call cancelled while it waited on a lock)
+    can leave one behind, and DROP would wait for it for ever, hanging the suite."""
+    drop = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+        conn.execute("SET lock_timeout = '10s'")
+        for _ in range(3):
+            try:
+                conn.execute(drop)
+                return
+            except psycopg.errors.LockNotAvailable:
+                conn.execute(_END_HOLDERS, {"schema": name})
+        conn.execute(drop)
+
+
+_END_HOLDERS = """
+SELECT pg_terminate_backend(l.pid)
+  FROM pg_locks AS l
+  JOIN pg_class AS c ON c.oid = l.relation
+  JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(schema)s AND l.pid <> pg_backend_pid()
+"""
 
 
 @contextlib.contextmanager
