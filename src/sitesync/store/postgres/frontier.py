@@ -166,8 +166,7 @@ async def admit(
             "room": room,
             "now": now,
         }
-        query = "insert_tasks" if room is None else "insert_tasks_capped"
-        for row in await every(conn, query, params):
+        for row in await every(conn, "insert_tasks", params):
             moves.add(row["host"], tasks_total=row["admitted"], pending=row["admitted"])
             admitted += row["admitted"]
     await _move(conn, run_id, moves, now)

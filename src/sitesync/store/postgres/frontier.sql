@@ -184,9 +184,17 @@ UPDATE tasks
 RETURNING host;
 
 -- name: renew_leases
+-- Passes over rows another transaction holds (SKIP LOCKED): that is the worker's own report
+-- batch completing those tasks, or a release. Waiting for them, with the rows locked in
+-- scan order while the report locks its own in batch order, deadlocked the two (seen in
+-- a crawl's server log). A task skipped is being ended; if that rolls back, the next
+-- heartbeat renews it, long before the lease runs out.
 UPDATE tasks
    SET lease_expires_at = %(expires_at)s, last_heartbeat = %(now)s
- WHERE run_id = %(run_id)s AND state = 'assigned' AND lease_owner = %(worker_id)s;
+ WHERE id IN (SELECT id FROM tasks
+               WHERE run_id = %(run_id)s AND state = 'assigned'
+                 AND lease_owner = %(worker_id)s
+                 FOR UPDATE SKIP LOCKED);
 
 -- name: next_eligible_at
 SELECT MIN(next_eligible_at) AS next_at
@@ -209,39 +217,17 @@ SELECT * FROM tasks
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 
 -- name: insert_tasks
--- An uncapped run's admission: admissions of one run go side by side, so two rules keep
--- them from waiting on each other in a cycle (a deadlock):
--- - a URL the run already has is dropped by the probe, which reads the committed row, and
---   never reaches the insert: ON CONFLICT would wait for whichever transaction is updating
---   that row (another worker completing that very page);
--- - the rest go in URL order, so two transactions admitting the same new URLs wait for each
---   other in one order; ON CONFLICT then drops a URL another transaction admitted first.
--- The probe is a LATERAL ... LIMIT 1, one index lookup per URL: as NOT EXISTS, a planner
--- with stale statistics hashed every task of the run for each batch. Within the batch the
--- first finder of a URL is the one kept. How many were admitted per host.
-WITH inserted AS (
-    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
-                       found_from)
-    SELECT %(run_id)s, batch.url, batch.host, 'pending', batch.depth, batch.priority,
-           %(now)s, %(now)s, batch.found_from
-      FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
-                  %(priorities)s::integer[], %(found_from)s::bigint[])
-           WITH ORDINALITY AS batch (url, host, depth, priority, found_from, position)
-      LEFT JOIN LATERAL (SELECT true AS known FROM tasks AS t
-                          WHERE t.run_id = %(run_id)s AND t.url = batch.url
-                          LIMIT 1) AS stored ON true
-     WHERE stored.known IS NULL
-     ORDER BY batch.url, batch.position
-    ON CONFLICT (run_id, url) DO NOTHING
-    RETURNING host)
-SELECT host, COUNT(*) AS admitted FROM inserted GROUP BY host;
-
--- name: insert_tasks_capped
--- A capped run's admission, under its run row (lock_run), so the probe below sees every
--- task of the run: duplicates (in the batch or already stored) are dropped before LIMIT
--- and so never count against max_pages. The probe is a LATERAL ... LIMIT 1 so that it
--- stays one index lookup per URL: as NOT EXISTS, a planner with stale statistics hashed
--- every task of the run for each batch (cost growing with the frontier).
+-- A batch's admission; how many were admitted per host. Known URLs are dropped by the
+-- probe, which reads the committed row and never waits (ON CONFLICT would wait for any
+-- transaction updating that row: another worker completing that very page), one index
+-- lookup per URL as a LATERAL ... LIMIT 1 (as NOT EXISTS, a planner with stale statistics
+-- hashed every task of the run for each batch). Within the batch a URL's first finder is
+-- kept (DISTINCT ON, by position).
+-- - No cap (room NULL): admissions of one run go side by side, so the new URLs go in URL
+--   order, and two transactions admitting the same new URLs wait for each other in one
+--   order (no deadlock); ON CONFLICT drops a URL another transaction admitted first.
+-- - max_pages: the caller holds the run row (lock_run), so the probe sees every task of
+--   the run, duplicates never count against the cap, and LIMIT takes the first URLs found.
 WITH inserted AS (
     INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
                        found_from)
@@ -256,7 +242,7 @@ WITH inserted AS (
                                   LIMIT 1) AS stored ON true
              WHERE stored.known IS NULL
              ORDER BY batch.url, batch.position) AS fresh
-     ORDER BY fresh.position
+     ORDER BY CASE WHEN %(room)s::bigint IS NULL THEN fresh.url END, fresh.position
      LIMIT %(room)s
     ON CONFLICT (run_id, url) DO NOTHING
     RETURNING host)
