@@ -15,11 +15,11 @@ would one record at a time.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sitesync.models import AssetRecord, TaskReport
-from sitesync.store._records import AssetTally, BodyPlan, plan_body
+from sitesync.store._records import AssetTally, BodyPlan, Row, plan_body
 
 
 @dataclass(slots=True)
@@ -55,6 +55,13 @@ class RecordBatch:
     keys: dict[str, BatchKey] = field(default_factory=dict)
     sightings: list[Sighting] = field(default_factory=list)
     creations: dict[str, Creation] = field(default_factory=dict)
+
+    def know(self, rows: Iterable[Row]) -> None:
+        """The batch's keys as the store has them (``select_records_by_key``'s rows)."""
+        for row in rows:
+            self.keys[row["key"]] = BatchKey(
+                row["id"], row["latest_version"], row["latest_hash"], row["latest_body_hash"]
+            )
 
     def sort(self, reports: Sequence[TaskReport], cap: int) -> None:
         for index, report in enumerate(reports):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sitesync.models import AssetRecord, TaskReport
-from sitesync.store._record_batch import BatchKey, RecordBatch, Sighting, asset_tallies
+from sitesync.store._record_batch import RecordBatch, Sighting, asset_tallies
 from sitesync.store._records import (
     AssetTally,
     body_params,
@@ -34,10 +34,7 @@ async def save_batch(
     keys = sorted({record.key for report in reports for record in report.records})
     if not keys:
         return []
-    for row in await every(conn, "select_records_by_key", {"keys": keys}):
-        batch.keys[row["key"]] = BatchKey(
-            row["id"], row["latest_version"], row["latest_hash"], row["latest_body_hash"]
-        )
+    batch.know(await every(conn, "select_records_by_key", {"keys": keys}))
     batch.sort(reports, cap)
     await _create(conn, run_id, batch, now)
     fast = batch.fast()

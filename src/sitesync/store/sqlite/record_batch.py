@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sitesync.models import AssetRecord, TaskReport
-from sitesync.store._record_batch import BatchKey, RecordBatch, Sighting, asset_tallies
-from sitesync.store._records import body_params, record_json, record_params, version_params
+from sitesync.store._record_batch import RecordBatch, Sighting, asset_tallies
+from sitesync.store._records import (
+    AssetTally,
+    body_params,
+    record_json,
+    record_params,
+    version_params,
+)
 from sitesync.store.sqlite._db import Q
 
 
@@ -30,25 +36,22 @@ def save_batch(
     if not keys:
         return []
     batch = RecordBatch()
-    for row in conn.execute(Q["select_records_by_key"], {"keys": json.dumps(keys)}):
-        batch.keys[row["key"]] = BatchKey(
-            row["id"], row["latest_version"], row["latest_hash"], row["latest_body_hash"]
-        )
+    batch.know(conn.execute(Q["select_records_by_key"], {"keys": json.dumps(keys)}))
     batch.sort(reports, cap)
     _create(conn, run_id, batch, now)
     fast = batch.fast()
     newly_seen = _sight(conn, run_id, reports, fast, now)
-    moved = {
-        host: t
-        for host, t in asset_tallies(reports, fast, newly_seen).items()
-        if t.found or t.stored
-    }
+    add_assets(conn, run_id, asset_tallies(reports, fast, newly_seen))
+    return [(s.report, s.record) for s in batch.slow()]
+
+
+def add_assets(conn: sqlite3.Connection, run_id: int, tallies: Mapping[str, AssetTally]) -> None:
+    """Move the asset counters of every host tallied, one executemany."""
     conn.executemany(
         Q["add_host_assets"],
         ({"run_id": run_id, "host": host, "found": t.found, "stored": t.stored}
-         for host, t in moved.items()),
+         for host, t in tallies.items() if t.found or t.stored),
     )  # fmt: skip
-    return [(s.report, s.record) for s in batch.slow()]
 
 
 def _create(conn: sqlite3.Connection, run_id: int, batch: RecordBatch, now: float) -> None:

@@ -30,7 +30,7 @@ from sitesync.store._records import (
     version_params,
 )
 from sitesync.store.sqlite._db import Q, SqliteArea
-from sitesync.store.sqlite.record_batch import save_batch
+from sitesync.store.sqlite.record_batch import add_assets, save_batch
 
 
 class SqliteRecords(SqliteArea):
@@ -101,10 +101,7 @@ def save_records(
         report = reports[index]
         seen, stored = writer.save(report.lease.task_id, record)
         tallies[report.lease.host].count(record, newly_seen=seen, newly_stored=stored)
-    for host, tally in tallies.items():
-        if tally.found or tally.stored:
-            params = {"run_id": run_id, "host": host, "found": tally.found, "stored": tally.stored}
-            conn.execute(Q["add_host_assets"], params)
+    add_assets(conn, run_id, tallies)
 
 
 @dataclass(frozen=True, slots=True)
