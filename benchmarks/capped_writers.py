@@ -1,8 +1,9 @@
 """Concurrent writers of one run, with and without ``max_pages`` (issue 13, item 1).
 
-A capped run's admissions hold the run's row from their insert to their commit, so that
-``max_pages`` is never passed; an uncapped run's go side by side. This measures what that
-costs: ``--writers`` in-process writers, each with its own store (its own connections),
+A capped run's admissions spend its budget, held on PostgreSQL in slots that admissions
+side by side lock one each (store/postgres/budget.py; until migration 0012 they all locked
+the run's row from their insert to their commit); an uncapped run's need no budget. This
+measures what the cap costs: ``--writers`` in-process writers, each with its own store (its own connections),
 acquire and report the same run as fast as they can, each report discovering 25 links (half
 known, half new), first uncapped, then capped (a ``max_pages`` never reached), alternately.
 

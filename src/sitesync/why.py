@@ -205,4 +205,7 @@ def _never_admitted(
         return f"never admitted, and robots.txt disallows it ({reason})"
     if not linked_from:
         return "never admitted: never linked (no page of the run links to it, and it is no seed)"
-    return f"never admitted, though linked from {linked_from[0]} (beyond max_links_per_page?)"
+    guess = "beyond max_links_per_page?"
+    if max_pages is not None:  # budget held by admissions in flight (store/postgres/budget.py)
+        guess = "beyond max_links_per_page, or turned away near max_pages?"
+    return f"never admitted, though linked from {linked_from[0]} ({guess})"

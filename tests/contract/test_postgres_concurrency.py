@@ -117,6 +117,7 @@ def test_processes_racing_on_one_run_never_share_a_task(
     total = len(per_task)
     if cap is not None:
         assert total == cap  # admission stopped exactly at the cap
+        assert asyncio.run(_budget_left(postgres_dsn, postgres_schema, run_id)) == 0
 
     async def read() -> None:
         store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
@@ -135,14 +136,15 @@ def test_processes_racing_on_one_run_never_share_a_task(
     asyncio.run(read())
 
 
+@pytest.mark.parametrize("cap", [None, 100], ids=["uncapped", "max_pages"])
 async def test_task_transitions_never_wait_for_the_run_row(
-    postgres_dsn: str, postgres_schema: str
+    postgres_dsn: str, postgres_schema: str, cap: int | None
 ) -> None:
-    """While another transaction holds the run's row (as a status change does), admission,
-    acquire, a report that discovers links, and a release all go through."""
+    """While another transaction holds the run's row (as a status change does), admission
+    (under a cap too), acquire, a report that discovers links, and a release all go through."""
     store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
     try:
-        run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
+        run = await store.create_run(RunConfig(seeds=("http://a.test/",), max_pages=cap))
         await store.transition_run(run.id, RunStatus.RUNNING)
         holder = await psycopg.AsyncConnection.connect(postgres_dsn)
         try:
@@ -169,5 +171,69 @@ async def test_task_transitions_never_wait_for_the_run_row(
             await holder.close()
         counters = (await store.get_run(run.id)).counters
         assert (counters.tasks_total, counters.pending, counters.completed) == (3, 2, 1)
+    finally:
+        await store.close()
+
+
+async def _holding_slots(dsn: str, schema: str, run_id: int, but: int) -> psycopg.AsyncConnection:
+    """A connection whose open transaction holds every budget slot of the run except ``but``
+    (as admissions in flight on other workers do)."""
+    holder = await psycopg.AsyncConnection.connect(dsn)
+    await holder.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+    await holder.execute(
+        "SELECT slot FROM run_admission_budget WHERE run_id = %s AND slot <> %s FOR UPDATE",
+        (run_id, but),
+    )
+    return holder
+
+
+async def _budget_left(dsn: str, schema: str, run_id: int) -> int:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        cursor = await conn.execute(
+            "SELECT COALESCE(SUM(remaining), 0) FROM run_admission_budget WHERE run_id = %s",
+            (run_id,),
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+async def test_capped_admissions_pass_over_budget_another_admission_holds(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    """A capped run's budget is in 16 slots. An admission never waits for a slot another
+    transaction holds: it admits what the free slots allow and turns the rest away, and the
+    budget held elsewhere is there again for the next admission once released. The cap
+    holds exactly throughout: tasks admitted plus budget left is max_pages."""
+    store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
+    cap = 32  # two per slot
+
+    def pages(first: int, count: int) -> list[NewTask]:
+        return [
+            NewTask(url=f"http://a.test/{n}", host="a.test", depth=1)
+            for n in range(first, first + count)
+        ]
+
+    try:
+        run = await store.create_run(RunConfig(seeds=("http://a.test/",), max_pages=cap))
+        holder = await _holding_slots(postgres_dsn, postgres_schema, run.id, but=7)
+        try:
+            admitted = await asyncio.wait_for(store.add_tasks(run.id, pages(0, 10)), timeout=10)
+            assert admitted == 2  # slot 7's share; the first pages found
+            assert await asyncio.wait_for(store.add_tasks(run.id, pages(10, 5)), timeout=10) == 0
+        finally:
+            await holder.rollback()
+            await holder.close()
+        listed = await store.list_tasks(run.id, limit=100)
+        assert sorted(t.url for t in listed) == ["http://a.test/0", "http://a.test/1"]
+        assert await _budget_left(postgres_dsn, postgres_schema, run.id) == cap - 2
+        # Released: the pages turned away are admitted now, and no more than the cap ever.
+        assert await store.add_tasks(run.id, pages(0, 15)) == 13
+        assert await _budget_left(postgres_dsn, postgres_schema, run.id) == cap - 15
+        assert await store.add_tasks(run.id, pages(15, 100)) == cap - 15
+        assert (await store.get_run(run.id)).counters.tasks_total == cap
+        assert await _budget_left(postgres_dsn, postgres_schema, run.id) == 0
+        assert await store.add_tasks(run.id, pages(200, 5)) == 0
     finally:
         await store.close()

@@ -15,9 +15,10 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from sitesync.errors import ConfigError, StoreError
-from sitesync.models import RunConfig, RunCounters
+from sitesync.models import NewTask, RunConfig, RunCounters
 from sitesync.store import open_store
 from sitesync.store._sql import load_migrations
+from sitesync.store.postgres import budget
 from sitesync.store.postgres.store import PostgresStore
 from tests import _postgres
 
@@ -81,6 +82,18 @@ async def test_migrations_produce_schema_sql(postgres_dsn: str) -> None:
         assert got == want
 
 
+def _apply_up_to(conn: psycopg.Connection[Any], before: int) -> None:
+    conn.execute(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text "
+        "NOT NULL, applied_at double precision NOT NULL)"
+    )
+    for migration in (m for m in MIGRATIONS if m.version < before):
+        conn.execute(migration.sql.encode())
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (%s, %s, 0)", (migration.version, migration.name)
+        )
+
+
 OLD_RUN = """
 INSERT INTO runs (status, config, created_at, tasks_total, pending, assigned, completed, failed,
                   pages_fetched, bytes_fetched, retries, seeded_at)
@@ -96,29 +109,19 @@ VALUES (%(run_id)s, %(url)s, %(host)s, %(state)s, 0, 1, 1)
 async def test_upgrading_to_host_counters_keeps_every_counter_of_a_run(postgres_dsn: str) -> None:
     """0010 moves the run row's counters into per-host rows: recounted from the tasks, and
     what only the run row knew (pages, bytes, retries) kept whole."""
-    old = [m for m in MIGRATIONS if m.version < 10]
     tasks = [("a.test", "pending"), ("a.test", "assigned"), ("b.test", "pending"),
              ("b.test", "completed")]  # fmt: skip
     with _postgres.schema(postgres_dsn) as name:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
-            conn.execute(
-                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text "
-                "NOT NULL, applied_at double precision NOT NULL)"
-            )
-            for migration in old:
-                conn.execute(migration.sql.encode())
-                conn.execute(
-                    "INSERT INTO schema_migrations VALUES (%s, %s, 0)",
-                    (migration.version, migration.name),
-                )
+            _apply_up_to(conn, 10)
             config = Jsonb(RunConfig(seeds=("http://a.test/",)).to_json())
             row = conn.execute(OLD_RUN, {"config": config}).fetchone()
             assert row is not None
             for n, (host, state) in enumerate(tasks):
                 url = f"http://{host}/{n}"
                 conn.execute(OLD_TASK, {"run_id": row[0], "url": url, "host": host, "state": state})
-        assert await PostgresStore.migrate(postgres_dsn, schema=name) == VERSIONS[len(old) :]
+        assert await PostgresStore.migrate(postgres_dsn, schema=name) == VERSIONS[9:]
         store = await PostgresStore.open(postgres_dsn, schema=name)
         try:
             run = await store.get_run(row[0])
@@ -130,6 +133,49 @@ async def test_upgrading_to_host_counters_keeps_every_counter_of_a_run(postgres_
         pages_fetched=3, bytes_fetched=3000, retries=2,
     )  # fmt: skip
     assert sorted(c.host for c in hosts.claims) == ["a.test", "b.test"]
+
+
+async def test_upgrading_gives_a_capped_run_the_budget_its_cap_leaves(postgres_dsn: str) -> None:
+    """0012 holds what a run with max_pages may still admit in budget slots: its cap less
+    the tasks it holds, spread evenly; an uncapped run gets none, and a run already past
+    its cap gets nothing to admit."""
+    new_run = "INSERT INTO runs (status, config, created_at) VALUES ('running', %s, 1) RETURNING id"
+    counts = (
+        "INSERT INTO run_host_counts (run_id, host, tasks_total, pending, updated_at) "
+        "VALUES (%s, %s, %s, %s, 1)"
+    )
+    with _postgres.schema(postgres_dsn) as name:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
+            _apply_up_to(conn, 12)
+            ids = []
+            for cap, held in ((50, (9, 4)), (None, (3, 0)), (5, (6, 1))):
+                config = Jsonb(RunConfig(seeds=("http://a.test/",), max_pages=cap).to_json())
+                row = conn.execute(new_run, (config,)).fetchone()
+                assert row is not None
+                ids.append(row[0])
+                for host, total in zip(("a.test", "b.test"), held, strict=True):
+                    conn.execute(counts, (row[0], host, total, total))
+        assert await PostgresStore.migrate(postgres_dsn, schema=name) == VERSIONS[11:]
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
+            slots = conn.execute(
+                "SELECT run_id, slot, remaining FROM run_admission_budget ORDER BY run_id, slot"
+            ).fetchall()
+        store = await PostgresStore.open(postgres_dsn, schema=name)
+        try:
+            new = [NewTask(url=f"http://c.test/{n}", host="c.test", depth=1) for n in range(60)]
+            admitted = [await store.add_tasks(run_id, new) for run_id in ids]
+        finally:
+            await store.close()
+    capped, _, over = ids
+    # 50 - 13 = 37 over 16 slots: the first five hold 3, the others 2.
+    assert [(s, r) for run, s, r in slots if run == capped] == [
+        (slot, 3 if slot < 5 else 2) for slot in range(16)
+    ]
+    assert [r for run, _, r in slots if run == over] == [0] * 16
+    assert {run for run, _, _ in slots} == {capped, over}
+    assert admitted == [37, 60, 0]
 
 
 async def test_processes_starting_at_once_apply_each_migration_once(postgres_dsn: str) -> None:
@@ -185,3 +231,10 @@ async def test_a_schema_name_is_quoted_never_spliced(postgres_dsn: str) -> None:
         _postgres.drop_schema(postgres_dsn, name)
     with pytest.raises(ConfigError, match="schema"):
         await PostgresStore.open(postgres_dsn, schema="x" * 64)
+
+
+@pytest.mark.parametrize("cap", [0, 1, 15, 16, 37, 10_000, 1_000_003])
+def test_a_capped_runs_budget_is_spread_evenly_and_whole(cap: int) -> None:
+    shares = budget.split(cap)
+    assert len(shares) == budget.SLOTS and sum(shares) == cap
+    assert max(shares) - min(shares) <= 1 and shares == sorted(shares, reverse=True)

@@ -4,8 +4,8 @@ Every write is one transaction. Task transitions move the run's counters in per-
 (``run_host_counts``, folded on read by ``run_view``), never in the run's own row, so the
 writers of one run do not queue on one row: a host is claimed by one worker at a time.
 Only decisions about the run as a whole (its status and config, its claims, the flush of
-its per-host page counts) and the admissions of a run with ``max_pages`` lock the run's row
-(:func:`hold_run`); acquire, reports, renewals and releases never do. Within a transaction
+its per-host page counts) lock the run's row (:func:`hold_run`); admissions (a capped run's
+within slots of its budget), acquire, reports, renewals and releases never do. Within a transaction
 task rows are locked before host rows, and host rows in host order. A serialization
 failure or a deadlock (an operator's ad-hoc SQL, or the rare crossing of a dead host's
 ending with an acquire) retries the transaction.

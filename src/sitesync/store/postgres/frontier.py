@@ -1,9 +1,9 @@
 """Tasks of runs on PostgreSQL: admission with dedup, leasing, reports, release.
 
-No transaction here locks the run's row, except the admissions of a run with
-``max_pages``: every task transition moves the counters of its host's row in
-``run_host_counts`` in the same transaction (a run's counters are their sum), and the host
-rows of one transaction are written by one statement in host order, after its task rows.
+No transaction here locks the run's row: every task transition moves the counters of its
+host's row in ``run_host_counts`` in the same transaction (a run's counters are their sum),
+and the host rows of one transaction are written by one statement in host order, after its
+task rows; a run with ``max_pages`` admits within slots of its budget (``budget.py``).
 Acquire is one statement; a batch of reports a constant number of statements (records
 aside). SQL in ``frontier.sql``; every decision (verdicts, counter moves) in
 :mod:`sitesync.store.rules`, shared with the SQLite store.
@@ -20,7 +20,8 @@ from sitesync.models import Lease, NewTask, ReportVerdict, RunConfig, TaskReport
 from sitesync.store import rules
 from sitesync.store._plain import TaskReads
 from sitesync.store._rows import attempt_rows, lease_from_row
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, lock_run, one
+from sitesync.store.postgres import budget
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, one
 from sitesync.store.postgres._rows import report_arrays, task_from_row
 from sitesync.store.postgres.coordination import end_tasks_of_ended_hosts
 from sitesync.store.postgres.records import save_records
@@ -146,16 +147,12 @@ async def admit(
     """Insert new tasks, and write ``moves`` (the caller's counter moves) with theirs; how
     many were admitted.
 
-    A run with ``max_pages`` is locked first and read again, so that admissions of a
-    capped run count one after the other and tasks_total never passes the cap; the
-    admissions of an uncapped run run side by side.
+    A run with ``max_pages`` admits within the slots of its budget that this transaction
+    holds (:mod:`~sitesync.store.postgres.budget`), never on its run's row: capped or not,
+    the admissions of a run go side by side.
     """
-    admitted, room = 0, None
-    if tasks and config.max_pages is not None:
-        run = await lock_run(conn, run_id)
-        assert run is not None  # read in this transaction; runs are deleted by no one
-        room = rules.admission_room(run)
-    if tasks and (room is None or room > 0):
+    admitted = 0
+    if tasks:
         params = {
             "run_id": run_id,
             "urls": [task.url for task in tasks],
@@ -163,18 +160,55 @@ async def admit(
             "depths": [task.depth for task in tasks],
             "priorities": [task.priority for task in tasks],
             "found_from": [task.found_from for task in tasks],
-            "room": room,
             "now": now,
         }
-        for row in await every(conn, "insert_tasks", params):
-            moves.add(row["host"], tasks_total=row["admitted"], pending=row["admitted"])
-            admitted += row["admitted"]
+        if config.max_pages is None:
+            admitted, _ = await _insert(conn, params, None, moves)
+        else:
+            admitted = await _admit_within_budget(conn, run_id, params, moves)
     await _move(conn, run_id, moves, now)
     if admitted:
         # After the host rows are locked: see end_tasks_of_ended_hosts.
         await end_tasks_of_ended_hosts(conn, run_id, [t.host for t in tasks], now, moves)
         await _move(conn, run_id, moves, now)
     return admitted
+
+
+async def _admit_within_budget(
+    conn: Conn, run_id: int, params: dict[str, Any], moves: rules.HostMoves
+) -> int:
+    """Admit the batch's first new URLs (by position) that the slots this transaction can
+    take have room for; how many.
+
+    Each round inserts up to the room held. A round that chose fewer URLs than its room
+    saw every new URL of the batch. One that chose as many may have left some: it goes
+    again, with the room its URLs did not use (another transaction's commit took some of
+    them first: the next round's probe sees those) or with one more slot.
+    """
+    slots, admitted = budget.AdmissionBudget(run_id), 0
+    while slots.room or await slots.take(conn):
+        room = slots.room
+        inserted, chosen = await _insert(conn, params, room, moves)
+        slots.spend(inserted)
+        admitted += inserted
+        if chosen < room:
+            break
+    await slots.settle(conn)
+    return admitted
+
+
+async def _insert(
+    conn: Conn, params: dict[str, Any], room: int | None, moves: rules.HostMoves
+) -> tuple[int, int]:
+    """One ``insert_tasks``: how many it admitted, and how many new URLs it chose."""
+    admitted = chosen = 0
+    for row in await every(conn, "insert_tasks", {**params, "room": room}):
+        if row["host"] is None:
+            chosen = row["admitted"]
+        else:
+            moves.add(row["host"], tasks_total=row["admitted"], pending=row["admitted"])
+            admitted += row["admitted"]
+    return admitted, chosen
 
 
 async def _config(conn: Conn, run_id: int) -> RunConfig:

@@ -217,22 +217,22 @@ SELECT * FROM tasks
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 
 -- name: insert_tasks
--- A batch's admission; how many were admitted per host. Known URLs are dropped by the
--- probe, which reads the committed row and never waits (ON CONFLICT would wait for any
--- transaction updating that row: another worker completing that very page), one index
--- lookup per URL as a LATERAL ... LIMIT 1 (as NOT EXISTS, a planner with stale statistics
--- hashed every task of the run for each batch). Within the batch a URL's first finder is
--- kept (DISTINCT ON, by position).
--- - No cap (room NULL): admissions of one run go side by side, so the new URLs go in URL
---   order, and two transactions admitting the same new URLs wait for each other in one
---   order (no deadlock); ON CONFLICT drops a URL another transaction admitted first.
--- - max_pages: the caller holds the run row (lock_run), so the probe sees every task of
---   the run, duplicates never count against the cap, and LIMIT takes the first URLs found.
-WITH inserted AS (
-    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
-                       found_from)
-    SELECT %(run_id)s, fresh.url, fresh.host, 'pending', fresh.depth, fresh.priority,
-           %(now)s, %(now)s, fresh.found_from
+-- A batch's admission: how many were admitted per host, and in a row whose host is NULL
+-- how many new URLs it chose. Known URLs are dropped by the probe, which reads the
+-- committed row and never waits (ON CONFLICT would wait for any transaction updating that
+-- row: another worker completing that very page), one index lookup per URL as a
+-- LATERAL ... LIMIT 1 (as NOT EXISTS, a planner with stale statistics hashed every task of
+-- the run for each batch). Within the batch a URL's first finder is kept (DISTINCT ON, by
+-- position).
+-- - No cap (room NULL): every new URL is chosen.
+-- - max_pages: the first `room` new URLs found (by position); the caller holds that much
+--   budget (budget.py). One that another transaction admits first is chosen but dropped by
+--   ON CONFLICT, and costs no budget.
+-- Admissions of one run go side by side either way, so the chosen URLs are inserted in
+-- URL order: two transactions admitting the same new URLs wait for each other in one
+-- order (no deadlock), and ON CONFLICT drops a URL another transaction admitted first.
+WITH chosen AS (
+    SELECT fresh.*
       FROM (SELECT DISTINCT ON (batch.url) batch.*
               FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
                           %(priorities)s::integer[], %(found_from)s::bigint[])
@@ -242,11 +242,20 @@ WITH inserted AS (
                                   LIMIT 1) AS stored ON true
              WHERE stored.known IS NULL
              ORDER BY batch.url, batch.position) AS fresh
-     ORDER BY CASE WHEN %(room)s::bigint IS NULL THEN fresh.url END, fresh.position
-     LIMIT %(room)s
+     ORDER BY CASE WHEN %(room)s::bigint IS NOT NULL THEN fresh.position END
+     LIMIT %(room)s),
+inserted AS (
+    INSERT INTO tasks (run_id, url, host, state, depth, priority, discovered_at, updated_at,
+                       found_from)
+    SELECT %(run_id)s, chosen.url, chosen.host, 'pending', chosen.depth, chosen.priority,
+           %(now)s, %(now)s, chosen.found_from
+      FROM chosen
+     ORDER BY chosen.url
     ON CONFLICT (run_id, url) DO NOTHING
     RETURNING host)
-SELECT host, COUNT(*) AS admitted FROM inserted GROUP BY host;
+SELECT host, COUNT(*) AS admitted FROM inserted GROUP BY host
+UNION ALL
+SELECT NULL, COUNT(*) FROM chosen;
 
 -- name: insert_attempts
 -- Every accepted attempt of a report batch in one statement. A task's attempt numbers

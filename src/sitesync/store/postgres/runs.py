@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from sitesync.models import Domain, Run, RunConfig, RunStatus
 from sitesync.store._plain import PlainRuns
+from sitesync.store.postgres import budget
 from sitesync.store.postgres._db import Conn, PostgresDb, one, read_run, require_run
 from sitesync.store.postgres._rows import domain_from_row
 from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
@@ -28,6 +29,8 @@ class PostgresRuns(PlainRuns[PostgresDb]):
             }
             row = await one(conn, "insert_run", params)
             assert row is not None  # INSERT ... RETURNING always yields the row
+            if config.max_pages is not None:
+                await budget.create(conn, row["id"], config.max_pages)
             return await _read(conn, row["id"])
 
         return await self._db.transaction(work)

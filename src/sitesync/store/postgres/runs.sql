@@ -68,9 +68,9 @@ ON CONFLICT (host) DO UPDATE
 RETURNING *;
 
 -- name: lock_run
--- Taken by what changes the run itself (its status, its config) and by the admissions of
--- a run with max_pages (so that tasks_total never passes the cap), never by acquire,
--- reports without a cap or releases: those move only host rows (run_host_counts).
+-- Taken by what changes the run itself (its status, its config), never by admissions,
+-- acquire, reports or releases: those move only host rows (run_host_counts) and, under
+-- max_pages, slots of the run's budget (run_admission_budget).
 -- NO KEY UPDATE does not block the foreign-key checks of task inserts. The caller reads
 -- the run afterwards with select_run, in a statement of its own: READ COMMITTED gives
 -- that statement a snapshot taken after the lock was granted, so it sees every

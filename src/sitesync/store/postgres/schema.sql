@@ -295,3 +295,13 @@ SELECT r.id, r.status, r.config, r.created_at, r.started_at, r.ended_at,
               MAX(h.updated_at) AS moved_at
          FROM run_host_counts AS h
         WHERE h.run_id = r.id) AS c ON true;
+
+-- A capped run without a hot row (migration 0012): what a run with max_pages may still
+-- admit, split over slots that its admissions lock one at a time, passing over those
+-- another admission holds. A run's slots sum to max_pages less the tasks it holds.
+CREATE TABLE run_admission_budget (
+    run_id    bigint   NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    slot      smallint NOT NULL,
+    remaining bigint   NOT NULL CHECK (remaining >= 0),
+    PRIMARY KEY (run_id, slot)
+);
