@@ -28,9 +28,9 @@ from tests.faults.test_process_faults import (
 pytestmark = pytest.mark.slow
 
 
-def start_crawl(db: str, site: LoopbackSite) -> subprocess.Popen[str]:
+def start_crawl(db: str, site: LoopbackSite, *extra: str) -> subprocess.Popen[str]:
     """The crawl in a process group of its own, as a shell runs a foreground command."""
-    args = ("crawl", *site.root_urls, "--no-progress", "--processes", "2")
+    args = ("crawl", *site.root_urls, "--no-progress", "--processes", "2", *extra)
     return sitesync(*args, settings=settings(db), start_new_session=True)
 
 
@@ -48,10 +48,12 @@ def alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def crawling(db: str, pages_per_host: int) -> Iterator[tuple[LoopbackSite, subprocess.Popen[str]]]:
+def crawling(
+    db: str, pages_per_host: int, *extra: str
+) -> Iterator[tuple[LoopbackSite, subprocess.Popen[str]]]:
     """4 hosts at 50 ms a page, one at a time per host, crawled by --processes 2."""
     site = LoopbackSite(SiteSpec(hosts=4, pages_per_host=pages_per_host, delay=0.05)).start()
-    crawl = start_crawl(db, site)
+    crawl = start_crawl(db, site, *extra)
     try:
         yield site, crawl
     finally:
@@ -76,6 +78,24 @@ def test_two_processes_fetch_every_page_once(db_url: str) -> None:
         workers = pids_of_workers(site)
         assert len(workers) == 2 and crawl.pid in workers, workers  # it and one helper
         assert not any(alive(pid) for pid in workers - {crawl.pid})
+
+
+def test_two_processes_stop_at_max_pages_exactly(db_url: str) -> None:
+    """Both processes admit the links they find into one capped run (on PostgreSQL side by
+    side, within slots of its budget): the run ends with exactly max_pages tasks, each
+    fetched once, and not one request more."""
+    cap = 150
+    with crawling(db_url, 100, "--max-pages", str(cap)) as (site, crawl):  # 400 pages
+        _, err = crawl.communicate(timeout=120)
+        assert crawl.returncode == 0, err
+        run, counts, tasks = read_run(db_url)
+    assert run.status is RunStatus.COMPLETED
+    assert run.counters.tasks_total == run.counters.completed == len(tasks) == cap
+    assert counts[TaskState.COMPLETED] == cap
+    assert_host_counters_match_a_recount(db_url)
+    fetched = site.fetch_counts()
+    assert {t.url: fetched[t.url] for t in tasks} == {t.url: 1 for t in tasks}
+    assert sum(fetched.values()) == cap  # nothing beyond the cap was requested
 
 
 def test_ctrl_c_stops_the_run_for_every_process(db_url: str) -> None:
