@@ -134,8 +134,8 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
         return 0
     room = rules.admission_room(select_run(conn, run_id))
     [(after,)] = conn.execute(Q["last_task_id"]).fetchall()
-    # rowcount, not total_changes: that one also counts the rows the tasks' triggers
-    # write; executemany sums rowcount over the batch.
+    # rowcount: the rows the batch's inserts took (a known URL is ignored), summed by
+    # executemany over the batch; the hosts' counts follow from the rowid range taken.
     if room is None:
         admitted = conn.executemany(Q["insert_task"], task_rows(run_id, tasks, now)).rowcount
     else:
