@@ -3,9 +3,10 @@
 A capped run's admissions spend its budget, held on PostgreSQL in slots that admissions
 side by side lock one each (store/postgres/budget.py; until migration 0012 they all locked
 the run's row from their insert to their commit); an uncapped run's need no budget. This
-measures what the cap costs: ``--writers`` in-process writers, each with its own store (its own connections),
-acquire and report the same run as fast as they can, each report discovering 25 links (half
-known, half new), first uncapped, then capped (a ``max_pages`` never reached), alternately.
+measures what the cap costs: ``--writers`` in-process writers, each with its own store
+(its own connections), acquire and report the same run as fast as they can, each report
+discovering 25 links (half known, half new), first uncapped, then capped (a
+``max_pages`` never reached), alternately.
 
     python benchmarks/capped_writers.py [--backend postgres|sqlite] [--pg-dsn DSN]
         [--writers 4] [--tasks 8000] [--rounds 2]
