@@ -8,14 +8,20 @@ measures what the cap costs: ``--writers`` in-process writers, each with its own
 discovering 25 links (half known, half new), first uncapped, then capped (a
 ``max_pages`` never reached), alternately.
 
+``--near-cap N`` instead sets ``max_pages`` to the initial tasks plus N, so that the writers'
+admissions reach the cap while running side by side, and reports how many admissions found
+no free budget slot while budget was held by others (PostgreSQL's debug line: new URLs past
+their room were turned away) and whether the run still ended at exactly the cap.
+
     python benchmarks/capped_writers.py [--backend postgres|sqlite] [--pg-dsn DSN]
-        [--writers 4] [--tasks 8000] [--rounds 2]
+        [--writers 4] [--tasks 8000] [--rounds 2] [--near-cap N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import random
 import sys
 import tempfile
@@ -55,10 +61,46 @@ async def writer(db: str, run_id: int, worker: str, initial: list[NewTask], shar
     return done
 
 
-async def lifecycles_per_second(db: str, *, capped: bool, writers: int, tasks: int) -> float:
+class TurnAways(logging.Handler):
+    """Counts the budget's "turned away" debug lines (PostgreSQL)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += "turned away" in record.getMessage()
+
+
+async def near_cap(db: str, *, writers: int, tasks: int, budget: int) -> str:
+    """Writers whose admissions reach a cap of ``tasks + budget`` side by side."""
+    counter = TurnAways()
+    budget_log = logging.getLogger("sitesync.store.postgres.budget")
+    budget_log.setLevel(logging.DEBUG)
+    budget_log.addHandler(counter)
+    try:
+        rate, run_id = await lifecycles_per_second(
+            db, cap=tasks + budget, writers=writers, tasks=tasks
+        )
+    finally:
+        budget_log.removeHandler(counter)
     store = await open_store(db)
     try:
-        config = RunConfig(seeds=("http://h0.bench.invalid/",), max_pages=10**9 if capped else None)
+        total = (await store.get_run(run_id)).counters.tasks_total
+    finally:
+        await store.close()
+    return (
+        f"{rate:,.0f} lifecycles/s; tasks {total:,} of max_pages {tasks + budget:,}; "
+        f"{counter.count} admissions found no free slot with budget held elsewhere"
+    )
+
+
+async def lifecycles_per_second(
+    db: str, *, cap: int | None, writers: int, tasks: int
+) -> tuple[float, int]:
+    store = await open_store(db)
+    try:
+        config = RunConfig(seeds=("http://h0.bench.invalid/",), max_pages=cap)
         run = await store.create_run(config)
         await store.transition_run(run.id, RunStatus.RUNNING)
         await store.mark_seeded(run.id)
@@ -70,7 +112,7 @@ async def lifecycles_per_second(db: str, *, capped: bool, writers: int, tasks: i
     started = time.perf_counter()
     shares = [writer(db, run.id, f"w{k}", initial, tasks // writers) for k in range(writers)]
     done = sum(await asyncio.gather(*shares))
-    return done / (time.perf_counter() - started)
+    return done / (time.perf_counter() - started), run.id
 
 
 def main() -> int:
@@ -80,14 +122,25 @@ def main() -> int:
     p.add_argument("--writers", type=int, default=4)
     p.add_argument("--tasks", type=int, default=8000)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--near-cap", type=int, metavar="N", help="max_pages = tasks + N")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
+            if args.near_cap is not None:
+                with fresh_store(args.backend, Path(tmp), args.pg_dsn) as db:
+                    outcome = asyncio.run(
+                        near_cap(db, writers=args.writers, tasks=args.tasks, budget=args.near_cap)
+                    )
+                print(f"{args.backend} near the cap, {args.writers} writers: {outcome}")
+                continue
             for capped in (False, True):
                 with fresh_store(args.backend, Path(tmp), args.pg_dsn) as db:
-                    rate = asyncio.run(
+                    rate, _ = asyncio.run(
                         lifecycles_per_second(
-                            db, capped=capped, writers=args.writers, tasks=args.tasks
+                            db,
+                            cap=10**9 if capped else None,
+                            writers=args.writers,
+                            tasks=args.tasks,
                         )
                     )
                 label = "max_pages set" if capped else "uncapped"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -200,12 +201,13 @@ async def _budget_left(dsn: str, schema: str, run_id: int) -> int:
 
 
 async def test_capped_admissions_pass_over_budget_another_admission_holds(
-    postgres_dsn: str, postgres_schema: str
+    postgres_dsn: str, postgres_schema: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A capped run's budget is in 16 slots. An admission never waits for a slot another
     transaction holds: it admits what the free slots allow and turns the rest away, and the
     budget held elsewhere is there again for the next admission once released. The cap
     holds exactly throughout: tasks admitted plus budget left is max_pages."""
+    caplog.set_level(logging.DEBUG, logger="sitesync.store.postgres.budget")
     store = await PostgresStore.open(postgres_dsn, schema=postgres_schema)
     cap = 32  # two per slot
 
@@ -222,6 +224,15 @@ async def test_capped_admissions_pass_over_budget_another_admission_holds(
             admitted = await asyncio.wait_for(store.add_tasks(run.id, pages(0, 10)), timeout=10)
             assert admitted == 2  # slot 7's share; the first pages found
             assert await asyncio.wait_for(store.add_tasks(run.id, pages(10, 5)), timeout=10) == 0
+            turned_away = [r.getMessage() for r in caplog.records if "turned away" in r.message]
+            assert (
+                turned_away
+                == [
+                    f"run {run.id}: an admission found no free budget slot, 30 held by "
+                    "admissions in flight; new URLs past its room were turned away"
+                ]
+                * 2
+            )  # the operator's debug line, once per admission
         finally:
             await holder.rollback()
             await holder.close()
@@ -234,6 +245,8 @@ async def test_capped_admissions_pass_over_budget_another_admission_holds(
         assert await store.add_tasks(run.id, pages(15, 100)) == cap - 15
         assert (await store.get_run(run.id)).counters.tasks_total == cap
         assert await _budget_left(postgres_dsn, postgres_schema, run.id) == 0
+        caplog.clear()
         assert await store.add_tasks(run.id, pages(200, 5)) == 0
+        assert not [r for r in caplog.records if "turned away" in r.message]  # at the cap
     finally:
         await store.close()

@@ -19,9 +19,12 @@ again later can use that budget; one transaction alone (as on one worker) never 
 
 from __future__ import annotations
 
+import logging
 import random
 
 from sitesync.store.postgres._db import Conn, Q, one
+
+log = logging.getLogger(__name__)
 
 #: Slots per capped run: more admissions side by side than a run has writers in flight.
 SLOTS = 16
@@ -64,9 +67,23 @@ class AdmissionBudget:
         }
         row = await one(conn, "take_admission_slot", params)
         if row is None:
+            if log.isEnabledFor(logging.DEBUG):  # an extra read, only when asked for
+                await self._log_turn_away(conn)
             return False
         self._held[row["slot"]] = self._taken[row["slot"]] = row["remaining"]
         return True
+
+    async def _log_turn_away(self, conn: Conn) -> None:
+        row = await one(conn, "select_admission_budget_left", {"run_id": self._run_id})
+        # Committed, the slots this admission holds still show what they held when taken.
+        elsewhere = (int(row["left"]) if row is not None else 0) - sum(self._taken.values())
+        if elsewhere > 0:
+            log.debug(
+                "run %d: an admission found no free budget slot, %d held by admissions in "
+                "flight; new URLs past its room were turned away",
+                self._run_id,
+                elsewhere,
+            )
 
     def spend(self, admitted: int) -> None:
         """Take ``admitted`` off the slots held, in the order they were taken."""

@@ -26,5 +26,6 @@ UPDATE run_admission_budget AS b
   FROM unnest(%(slots)s::smallint[], %(remaining)s::bigint[]) AS spent (slot, remaining)
  WHERE b.run_id = %(run_id)s AND b.slot = spent.slot;
 
--- name: select_admission_budget
-SELECT slot, remaining FROM run_admission_budget WHERE run_id = %(run_id)s ORDER BY slot;
+-- name: select_admission_budget_left
+-- What the run may still admit, as committed (locked slots included); for a debug line.
+SELECT COALESCE(SUM(remaining), 0) AS left FROM run_admission_budget WHERE run_id = %(run_id)s;
