@@ -67,6 +67,10 @@ def test_sigterm_makes_a_service_leave_and_its_run_goes_on(db_url: str) -> None:
         service = Process("worker", "--serve", db=db_url)
         procs.append(service)
         wait_for_progress(db_url, 20, timeout=60)
+        # kill -USR1 prints what each task waits on, and the service carries on.
+        service.signal(signal.SIGUSR1)
+        service.wait_for_line("--- threads ---", timeout=20)
+        assert "task 'serve run 1':" in service.stderr and "crawl.py" in service.stderr
 
         service.signal(signal.SIGTERM)
         assert service.finish(timeout=60) == 0, service.stderr

@@ -63,7 +63,16 @@ class Process:
         self.proc.send_signal(sig)
 
     def finish(self, timeout: float = 90.0) -> int:
-        self.proc.wait(timeout=timeout)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # What it is stuck on: every task's await chain (sitesync.runs.taskdump).
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            raise AssertionError(
+                f"{' '.join(self.proc.args[2:4])} still running after {timeout:g} s; "
+                f"its stderr:\n{self.stderr[-20000:]}"
+            ) from None
         self._close()
         return self.proc.returncode
 

@@ -25,6 +25,7 @@ from sitesync.frontier.frontier import normalize_seeds
 from sitesync.frontier.scope import Scope
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
+from sitesync.runs import taskdump
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.waits import wait_set
 from sitesync.runs.wiring import fetch_limits, network_policy, worker_options
@@ -297,9 +298,11 @@ class Signals:
         self.workers: set[CrawlWorker] = set()  # the workers crawling now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._installed: list[signal.Signals] = []
+        self._dumps = False
 
     def install(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._dumps = taskdump.install(loop)  # kill -USR1: what every task waits on
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.add_signal_handler(sig, self._on_signal, sig)
@@ -309,6 +312,8 @@ class Signals:
 
     def uninstall(self) -> None:
         assert self._loop is not None
+        if self._dumps:
+            taskdump.uninstall(self._loop)
         for sig in self._installed:
             self._loop.remove_signal_handler(sig)
         self._installed.clear()
