@@ -104,6 +104,11 @@ def _start(as_user: list[str], pg_ctl: str, data: Path, sockets: Path, log: Path
     raise AssertionError("unreachable")
 
 
+def search_path(schema: str) -> sql.Composed:
+    """The statement that points a connection's unqualified names at ``schema``."""
+    return sql.SQL("SET search_path TO {}").format(sql.Identifier(schema))
+
+
 def create_schema(dsn: str) -> str:
     name = f"t_{secrets.token_hex(6)}"
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -20,10 +20,10 @@ from collections import defaultdict
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from sitesync.models import NewTask, ReportVerdict, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store.postgres.store import PostgresStore
+from tests import _postgres
 
 pytestmark = pytest.mark.slow
 
@@ -149,9 +149,7 @@ async def test_task_transitions_never_wait_for_the_run_row(
         await store.transition_run(run.id, RunStatus.RUNNING)
         holder = await psycopg.AsyncConnection.connect(postgres_dsn)
         try:
-            await holder.execute(
-                sql.SQL("SET search_path TO {}").format(sql.Identifier(postgres_schema))
-            )
+            await holder.execute(_postgres.search_path(postgres_schema))
             # The lock a status change takes (lock_run, or UPDATE of a non-key column).
             await holder.execute("SELECT 1 FROM runs WHERE id = %s FOR NO KEY UPDATE", (run.id,))
 
@@ -180,7 +178,7 @@ async def _holding_slots(dsn: str, schema: str, run_id: int, but: int) -> psycop
     """A connection whose open transaction holds every budget slot of the run except ``but``
     (as admissions in flight on other workers do)."""
     holder = await psycopg.AsyncConnection.connect(dsn)
-    await holder.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+    await holder.execute(_postgres.search_path(schema))
     await holder.execute(
         "SELECT slot FROM run_admission_budget WHERE run_id = %s AND slot <> %s FOR UPDATE",
         (run_id, but),
@@ -190,7 +188,7 @@ async def _holding_slots(dsn: str, schema: str, run_id: int, but: int) -> psycop
 
 async def _budget_left(dsn: str, schema: str, run_id: int) -> int:
     async with await psycopg.AsyncConnection.connect(dsn) as conn:
-        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await conn.execute(_postgres.search_path(schema))
         cursor = await conn.execute(
             "SELECT COALESCE(SUM(remaining), 0) FROM run_admission_budget WHERE run_id = %s",
             (run_id,),

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from sitesync.models import (
     AssetRecord,
@@ -26,6 +25,7 @@ from sitesync.models import (
 )
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
+from tests import _postgres
 
 HOST = "a.test"
 
@@ -302,7 +302,7 @@ def raw_rows(store: Store, request: pytest.FixtureRequest, query: str) -> list[t
             return conn.execute(query).fetchall()
     schema = request.getfixturevalue("postgres_schema")  # the one this store lives in
     with psycopg.connect(request.getfixturevalue("postgres_dsn")) as conn:
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute(_postgres.search_path(schema))
         return conn.execute(query.encode()).fetchall()
 
 

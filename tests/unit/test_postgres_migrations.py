@@ -68,7 +68,7 @@ def schema_of(dsn: str, schema: str) -> dict[str, set[tuple[Any, ...]]]:
 def apply_schema_sql(dsn: str, schema: str) -> None:
     script = resources.files("sitesync.store.postgres").joinpath("schema.sql").read_text()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute(_postgres.search_path(schema))
         conn.execute(script.encode())
 
 
@@ -113,7 +113,7 @@ async def test_upgrading_to_host_counters_keeps_every_counter_of_a_run(postgres_
              ("b.test", "completed")]  # fmt: skip
     with _postgres.schema(postgres_dsn) as name:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
+            conn.execute(_postgres.search_path(name))
             _apply_up_to(conn, 10)
             config = Jsonb(RunConfig(seeds=("http://a.test/",)).to_json())
             row = conn.execute(OLD_RUN, {"config": config}).fetchone()
@@ -146,7 +146,7 @@ async def test_upgrading_gives_a_capped_run_the_budget_its_cap_leaves(postgres_d
     )
     with _postgres.schema(postgres_dsn) as name:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
+            conn.execute(_postgres.search_path(name))
             _apply_up_to(conn, 12)
             ids = []
             for cap, held in ((50, (9, 4)), (None, (3, 0)), (5, (6, 1))):
@@ -158,7 +158,7 @@ async def test_upgrading_gives_a_capped_run_the_budget_its_cap_leaves(postgres_d
                     conn.execute(counts, (row[0], host, total, total))
         assert await PostgresStore.migrate(postgres_dsn, schema=name) == VERSIONS[11:]
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(name)))
+            conn.execute(_postgres.search_path(name))
             slots = conn.execute(
                 "SELECT run_id, slot, remaining FROM run_admission_budget ORDER BY run_id, slot"
             ).fetchall()
