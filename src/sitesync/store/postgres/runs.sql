@@ -71,8 +71,9 @@ RETURNING *;
 -- Taken by what changes the run itself (its status, its config), never by admissions,
 -- acquire, reports or releases: those move only host rows (run_host_counts) and, under
 -- max_pages, slots of the run's budget (run_admission_budget).
--- NO KEY UPDATE does not block the foreign-key checks of task inserts. The caller reads
--- the run afterwards with select_run, in a statement of its own: READ COMMITTED gives
--- that statement a snapshot taken after the lock was granted, so it sees every
--- admission that held the lock before.
+-- NO KEY UPDATE does not block the foreign-key checks of rows naming the run (records,
+-- host rows, budget slots; tasks have no such key since 0011). The caller reads the run
+-- afterwards with select_run, in a statement of its own: READ COMMITTED gives that
+-- statement a snapshot taken after the lock was granted, so it sees every change made
+-- under the lock before.
 SELECT id FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;
