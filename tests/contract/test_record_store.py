@@ -215,6 +215,31 @@ async def test_a_records_own_digest_and_json_are_stored_as_if_the_store_made_the
     assert old.body_hash is not None and await store.get_body(old.body_hash) == body
 
 
+#: Text that an array literal must quote or escape ({, comma, quote, backslash, the word
+#: NULL, blanks, an empty string) and text beyond ASCII: the batch writes send it in arrays.
+AWKWARD = ['a"b', "c\\d", "{e,f}", "NULL", "", " g ", "é ✓ 𝄞"]
+
+
+async def test_awkward_text_and_bytes_survive_the_batched_writes(store: Store) -> None:
+    records = [
+        AssetRecord(
+            key=f"t:{text}|{n}",
+            kind="t",
+            url=f"http://{HOST}/{n}?q={text}",
+            content_hash=f"h{n}",
+            data={"text": text, "list": [text, None], text: n},
+            body=text.encode() + b'\x00\xff\\"{},' + bytes(range(256)),
+        )
+        for n, text in enumerate(AWKWARD)
+    ]
+    await crawl(store, {"/": records})
+    for record in records:
+        [version] = await store.record_history(record.key)
+        assert version.data == record.data
+        assert version.body_hash is not None
+        assert await store.get_body(version.body_hash) == record.body
+
+
 async def test_diff_lists_exactly_the_added_removed_and_changed_keys(store: Store) -> None:
     keep, edit, drop = page("/keep", "same"), page("/edit", "before"), page("/drop", "bye")
     new = page("/new", "hello")

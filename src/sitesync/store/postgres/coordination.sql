@@ -50,7 +50,7 @@ UPDATE claims SET expires_at = %(expires_at)s
 -- A host with nothing pending or leased needs no holder (its counter row says so).
 DELETE FROM claims
  WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s
-   AND host <> ALL(%(busy)s::text[])  -- a request of the worker's own is under way there
+   AND host <> ALL(%(busy)b::text[])  -- a request of the worker's own is under way there
    AND NOT EXISTS (SELECT 1 FROM run_host_counts AS c
                     WHERE c.run_id = claims.run_id AND c.host = claims.host
                       AND (c.pending > 0 OR c.assigned > 0));
@@ -65,7 +65,7 @@ DELETE FROM claims
  WHERE (run_id, host) IN (
        SELECT claims.run_id, claims.host FROM claims
         WHERE claims.run_id = %(run_id)s AND claims.worker_id = %(worker_id)s
-          AND claims.host <> ALL(%(busy)s::text[])
+          AND claims.host <> ALL(%(busy)b::text[])
           AND NOT EXISTS (SELECT 1 FROM tasks
                            WHERE tasks.run_id = claims.run_id AND tasks.host = claims.host
                              AND tasks.state = 'assigned')
@@ -155,7 +155,7 @@ SELECT host,
 -- host order, as every writer of host rows takes them.
 INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)
 SELECT %(run_id)s, h, p, e, %(now)s
-  FROM unnest(%(hosts)s::text[], %(pages)s::bigint[], %(errors)s::bigint[]) AS c(h, p, e)
+  FROM unnest(%(hosts)b::text[], %(pages)s::bigint[], %(errors)s::bigint[]) AS c(h, p, e)
  ORDER BY h
 ON CONFLICT (run_id, host) DO UPDATE
    SET pages_crawled = run_hosts.pages_crawled + excluded.pages_crawled,
@@ -165,7 +165,7 @@ ON CONFLICT (run_id, host) DO UPDATE
 -- name: touch_domains
 INSERT INTO domains (host, first_seen_at, updated_at, last_run_id, last_crawled_at)
 SELECT h, %(now)s, %(now)s, %(run_id)s, %(now)s
-  FROM unnest(%(hosts)s::text[]) AS d(h)
+  FROM unnest(%(hosts)b::text[]) AS d(h)
  ORDER BY h
 ON CONFLICT (host) DO UPDATE
    SET last_run_id = excluded.last_run_id,
@@ -230,7 +230,7 @@ UPDATE tasks
 -- name: select_ended_hosts
 -- Which of these hosts had their tasks ended in the run (primary-key probes).
 SELECT host, ended_as, ended_reason FROM run_hosts
- WHERE run_id = %(run_id)s AND host = ANY(%(hosts)s::text[]) AND ended_as IS NOT NULL;
+ WHERE run_id = %(run_id)s AND host = ANY(%(hosts)b::text[]) AND ended_as IS NOT NULL;
 
 -- name: select_run_hosts
 SELECT * FROM run_hosts WHERE run_id = %(run_id)s ORDER BY host;

@@ -1,5 +1,6 @@
 -- Tasks of runs: admission, leases, reports, releases and attempt history (PostgreSQL).
 -- Query names match the SQLite store's wherever both backends have the query.
+-- Arrays of text go in binary (placeholders ending in b): see records.sql, "Batched writes".
 
 -- name: move_host_counters
 -- Every counter move of one transaction, one row per host, in host order (the arrays come
@@ -8,7 +9,7 @@ INSERT INTO run_host_counts AS c (run_id, host, tasks_total, pending, assigned, 
                                   failed, pages_fetched, bytes_fetched, retries, updated_at)
 SELECT %(run_id)s, m.host, m.tasks_total, m.pending, m.assigned, m.completed, m.failed,
        m.pages_fetched, m.bytes_fetched, m.retries, %(now)s
-  FROM unnest(%(hosts)s::text[], %(tasks_total)s::bigint[], %(pending)s::bigint[],
+  FROM unnest(%(hosts)b::text[], %(tasks_total)s::bigint[], %(pending)s::bigint[],
               %(assigned)s::bigint[], %(completed)s::bigint[], %(failed)s::bigint[],
               %(pages_fetched)s::bigint[], %(bytes_fetched)s::bigint[], %(retries)s::bigint[])
        WITH ORDINALITY AS m (host, tasks_total, pending, assigned, completed, failed,
@@ -44,14 +45,14 @@ WITH mine AS (
      WHERE run_id = %(run_id)s
        AND state = 'pending'
        AND next_eligible_at <= %(now)s
-       AND host <> ALL(%(exclude_hosts)s::text[])
+       AND host <> ALL(%(exclude_hosts)b::text[])
        AND (NOT %(claimed_only)s OR host IN (SELECT host FROM mine))
      ORDER BY priority DESC, id
      LIMIT %(scan)s
        FOR UPDATE SKIP LOCKED
 ), candidates AS (
     SELECT id, host, priority, true AS was_leased FROM expired
-     WHERE host <> ALL(%(exclude_hosts)s::text[])
+     WHERE host <> ALL(%(exclude_hosts)b::text[])
        AND (NOT %(claimed_only)s OR host IN (SELECT host FROM mine))
     UNION ALL
     SELECT id, host, priority, false FROM waiting
@@ -121,8 +122,8 @@ UPDATE tasks AS t
        lease_expires_at = NULL,
        updated_at = %(now)s
   FROM unnest(%(task_ids)s::bigint[], %(tokens)s::bigint[], %(http_statuses)s::integer[],
-              %(errors)s::text[], %(outcomes)s::text[], %(final_urls)s::text[],
-              %(redirects)s::text[])
+              %(errors)b::text[], %(outcomes)b::text[], %(final_urls)b::text[],
+              %(redirects)b::text[])
        AS r (task_id, token, http_status, error, outcome, final_url, redirects)
  WHERE t.id = r.task_id AND t.state = 'assigned' AND t.lease_token = r.token
 RETURNING t.id, t.state;
@@ -145,8 +146,8 @@ UPDATE tasks AS t
        lease_expires_at = NULL,
        updated_at = %(now)s
   FROM unnest(%(task_ids)s::bigint[], %(tokens)s::bigint[], %(http_statuses)s::integer[],
-              %(errors)s::text[], %(outcomes)s::text[], %(final_urls)s::text[],
-              %(redirects)s::text[], %(give_up)s::boolean[], %(retry_at)s::double precision[])
+              %(errors)b::text[], %(outcomes)b::text[], %(final_urls)b::text[],
+              %(redirects)b::text[], %(give_up)s::boolean[], %(retry_at)s::double precision[])
        AS r (task_id, token, http_status, error, outcome, final_url, redirects, give_up,
              retry_at)
  WHERE t.id = r.task_id AND t.state = 'assigned' AND t.lease_token = r.token
@@ -234,7 +235,7 @@ SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = %(run_id)s GROUP BY state;
 WITH chosen AS (
     SELECT fresh.*
       FROM (SELECT DISTINCT ON (batch.url) batch.*
-              FROM unnest(%(urls)s::text[], %(hosts)s::text[], %(depths)s::integer[],
+              FROM unnest(%(urls)b::text[], %(hosts)b::text[], %(depths)s::integer[],
                           %(priorities)s::integer[], %(found_from)s::bigint[])
                    WITH ORDINALITY AS batch (url, host, depth, priority, found_from, position)
               LEFT JOIN LATERAL (SELECT true AS known FROM tasks AS t
@@ -264,8 +265,8 @@ INSERT INTO attempts (task_id, attempt, started_at, ended_at, worker_id, outcome
                       http_status, error, bytes, redirect_hops)
 SELECT * FROM unnest(%(task_ids)s::bigint[], %(attempts)s::integer[],
                      %(started_at)s::double precision[], %(ended_at)s::double precision[],
-                     %(worker_ids)s::text[], %(outcomes)s::text[], %(http_statuses)s::integer[],
-                     %(errors)s::text[], %(bytes)s::bigint[], %(redirect_hops)s::bigint[])
+                     %(worker_ids)b::text[], %(outcomes)b::text[], %(http_statuses)s::integer[],
+                     %(errors)b::text[], %(bytes)s::bigint[], %(redirect_hops)s::bigint[])
 ON CONFLICT (task_id, attempt) DO UPDATE
    SET started_at = excluded.started_at, ended_at = excluded.ended_at,
        worker_id = excluded.worker_id, outcome = excluded.outcome,

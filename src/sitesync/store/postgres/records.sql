@@ -134,17 +134,21 @@ SELECT r.url
 -- statements for the common cases (a key new to the store, a key seen again unchanged),
 -- each over arrays. Rows go in key (or id) order, so that two transactions writing
 -- overlapping keys take their locks in one order and wait instead of deadlocking.
+-- Arrays of text and bytea are sent in binary (placeholders ending in b, not s), here and
+-- in every .sql file of this backend: psycopg quotes a text-format array element by element
+-- in Python, 33 ms for a batch's 256 JSON documents against 0.15 ms in binary
+-- (docs/decisions.md).
 
 -- name: select_records_by_key
 SELECT key, id, latest_version, latest_hash, latest_body_hash FROM records
- WHERE key = ANY(%(keys)s::text[]);
+ WHERE key = ANY(%(keys)b::text[]);
 
 -- name: insert_bodies
 -- The parameters of insert_body (store/_records.body_params), each an array.
 INSERT INTO record_bodies (content_hash, size, compression, data, created_at)
 SELECT h, s, c, d, %(now)s
-  FROM unnest(%(content_hash)s::text[], %(size)s::bigint[], %(compression)s::text[],
-              %(data)s::bytea[]) AS b(h, s, c, d)
+  FROM unnest(%(content_hash)b::text[], %(size)s::bigint[], %(compression)b::text[],
+              %(data)b::bytea[]) AS b(h, s, c, d)
  ORDER BY h
 ON CONFLICT (content_hash) DO NOTHING;
 
@@ -154,8 +158,8 @@ ON CONFLICT (content_hash) DO NOTHING;
 INSERT INTO records (key, kind, url, first_run_id, first_seen_at, latest_version, latest_hash,
                      latest_body_hash)
 SELECT k, kd, u, %(run_id)s, %(now)s, 1, h, b
-  FROM unnest(%(key)s::text[], %(kind)s::text[], %(url)s::text[], %(content_hash)s::text[],
-              %(body_hash)s::text[]) AS r(k, kd, u, h, b)
+  FROM unnest(%(key)b::text[], %(kind)b::text[], %(url)b::text[], %(content_hash)b::text[],
+              %(body_hash)b::text[]) AS r(k, kd, u, h, b)
  ORDER BY k
 ON CONFLICT (key) DO NOTHING
 RETURNING id, key;
@@ -165,8 +169,8 @@ RETURNING id, key;
 INSERT INTO record_versions (record_id, version, run_id, content_hash, similarity, body_hash,
                              body_size, body_note, data, created_at)
 SELECT r, 1, %(run_id)s, h, NULL, b, s, n, d::jsonb, %(now)s
-  FROM unnest(%(record_id)s::bigint[], %(content_hash)s::text[], %(body_hash)s::text[],
-              %(body_size)s::bigint[], %(body_note)s::text[], %(data)s::text[])
+  FROM unnest(%(record_id)s::bigint[], %(content_hash)b::text[], %(body_hash)b::text[],
+              %(body_size)s::bigint[], %(body_note)b::text[], %(data)b::text[])
        AS v(r, h, b, s, n, d);
 
 -- name: insert_sightings
@@ -183,7 +187,7 @@ RETURNING record_id;
 -- name: add_hosts_assets
 INSERT INTO run_host_assets (run_id, host, assets_found, assets_stored)
 SELECT %(run_id)s, h, f, s
-  FROM unnest(%(hosts)s::text[], %(found)s::bigint[], %(stored)s::bigint[]) AS a(h, f, s)
+  FROM unnest(%(hosts)b::text[], %(found)s::bigint[], %(stored)s::bigint[]) AS a(h, f, s)
  ORDER BY h
 ON CONFLICT (run_id, host) DO UPDATE
    SET assets_found = run_host_assets.assets_found + EXCLUDED.assets_found,

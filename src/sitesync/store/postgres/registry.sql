@@ -3,7 +3,7 @@
 
 -- name: count_registered
 SELECT COUNT(*) AS n FROM domains
- WHERE scope IS NOT NULL AND host = ANY (%(hosts)s::text[]);
+ WHERE scope IS NOT NULL AND host = ANY (%(hosts)b::text[]);
 
 -- name: register_domains
 -- A known host (crawled before, or registered in another scope) moves to this scope and
@@ -11,7 +11,7 @@ SELECT COUNT(*) AS n FROM domains
 -- Rows are written in host order, the order apply_scan_results locks them in.
 INSERT INTO domains (host, first_seen_at, updated_at, scope, active)
 SELECT host, %(now)s, %(now)s, %(scope)s, true
-  FROM unnest(%(hosts)s::text[]) AS input (host)
+  FROM unnest(%(hosts)b::text[]) AS input (host)
  ORDER BY host
 ON CONFLICT (host) DO UPDATE
    SET scope = excluded.scope, active = true, updated_at = excluded.updated_at;

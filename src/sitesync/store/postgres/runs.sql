@@ -55,7 +55,7 @@ SELECT * FROM domains WHERE host = %(host)s;
 -- Aliases accumulate in the row itself, in order of first sighting and never naming the
 -- canonical host, so two workers recording the same host at once both keep theirs.
 INSERT INTO domains (host, canonical_host, aliases, first_seen_at, updated_at)
-VALUES (%(host)s, %(canonical_host)s, %(aliases)s::text[], %(now)s, %(now)s)
+VALUES (%(host)s, %(canonical_host)s, %(aliases)b::text[], %(now)s, %(now)s)
 ON CONFLICT (host) DO UPDATE
    SET canonical_host = excluded.canonical_host,
        aliases = ARRAY(SELECT alias
