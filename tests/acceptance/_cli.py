@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,26 @@ def sitesync(
         env=env,
         **popen,
     )
+
+
+def communicate(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """``proc.communicate(timeout=...)``, except that a process still running at the timeout
+    prints what it waits on (``kill -USR1``, sitesync.runs.taskdump), is killed, and fails
+    the test with its stderr: a hang is explained, and leaves no process or pipe behind."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            _, err = proc.communicate(timeout=3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        shown = err.decode(errors="replace") if isinstance(err, bytes) else (err or "")
+        raise AssertionError(
+            f"{' '.join(map(str, proc.args[2:4]))} still running after {timeout:g} s; "
+            f"its stderr:\n{shown[-20000:]}"
+        ) from None
 
 
 def crawl_args(db: Path | str, *extra: str) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from sitesync.models import RunStatus, TaskState
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import crawl_args, read_run, sitesync
+from tests.acceptance._cli import communicate, crawl_args, read_run, sitesync
 
 pytestmark = pytest.mark.slow
 
@@ -65,12 +65,12 @@ def test_sigkill_at_random_points_then_resume_loses_and_double_counts_nothing(
             wait_for_progress(db, target)
             time.sleep(rng.uniform(0, 0.15))
             proc.send_signal(signal.SIGKILL)
-            proc.communicate(timeout=10)
+            communicate(proc, timeout=10)
             kills += 1
             run, _, _ = read_run(db)
             assert run.status is RunStatus.RUNNING  # a kill leaves it running, for resume
             proc = sitesync("crawl", "--resume", "1", *common)
-        _, err = proc.communicate(timeout=60)
+        _, err = communicate(proc, timeout=60)
         assert proc.returncode == 0, err
         assert_exact(db, site)
         fetches = site.fetch_counts()
@@ -88,7 +88,7 @@ def test_ctrl_c_stops_releases_in_flight_work_and_resume_finishes(tmp_path: Path
         proc = sitesync("crawl", *site.root_urls, *common)
         wait_for_progress(db, 15)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = communicate(proc, timeout=30)
         assert proc.returncode == 130, err
         assert "resume with 'sitesync crawl --resume 1'" in err
         run, counts, _ = read_run(db)
@@ -99,7 +99,7 @@ def test_ctrl_c_stops_releases_in_flight_work_and_resume_finishes(tmp_path: Path
         assert run.counters.completed == counts[TaskState.COMPLETED]
 
         resumed = sitesync("crawl", "--resume", "1", *common)
-        _, err = resumed.communicate(timeout=60)
+        _, err = communicate(resumed, timeout=60)
         assert resumed.returncode == 0, err
         assert_exact(db, site)
         # a graceful stop wastes at most the fetches that were in flight
@@ -112,9 +112,9 @@ def test_resuming_a_completed_run_is_refused_with_one_clear_line(tmp_path: Path)
     db = tmp_path / "done.db"
     with LoopbackSite(SiteSpec(hosts=1, pages_per_host=5)) as site:
         first = sitesync("crawl", *site.root_urls, *crawl_args(db))
-        first.communicate(timeout=30)
+        communicate(first, timeout=30)
         assert first.returncode == 0
         again = sitesync("crawl", "--resume", "1", *crawl_args(db))
-        _, err = again.communicate(timeout=30)
+        _, err = communicate(again, timeout=30)
     assert again.returncode == 1
     assert err.strip() == "error: run 1 is completed and cannot be resumed"

@@ -16,7 +16,7 @@ import pytest
 
 from sitesync.models import RunStatus, TaskState
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact
 from tests.faults.test_process_faults import (
     assert_each_page_fetched_once,
@@ -69,7 +69,7 @@ def both_crawling(site: LoopbackSite) -> None:
 
 def test_two_processes_fetch_every_page_once(db_url: str) -> None:
     with crawling(db_url, pages_per_host=100) as (site, crawl):  # 5 s or more of work
-        _, err = crawl.communicate(timeout=120)
+        _, err = communicate(crawl, timeout=120)
         assert crawl.returncode == 0, err
         assert "Traceback" not in err
         assert_exact(db_url, site)  # completed; counters equal a recount
@@ -86,7 +86,7 @@ def test_two_processes_stop_at_max_pages_exactly(db_url: str) -> None:
     fetched once, and not one request more."""
     cap = 150
     with crawling(db_url, 100, "--max-pages", str(cap)) as (site, crawl):  # 400 pages
-        _, err = crawl.communicate(timeout=120)
+        _, err = communicate(crawl, timeout=120)
         assert crawl.returncode == 0, err
         run, counts, tasks = read_run(db_url)
     assert run.status is RunStatus.COMPLETED
@@ -102,7 +102,7 @@ def test_ctrl_c_stops_the_run_for_every_process(db_url: str) -> None:
     with crawling(db_url, pages_per_host=200) as (site, crawl):
         both_crawling(site)
         os.killpg(crawl.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
-        _, err = crawl.communicate(timeout=90)
+        _, err = communicate(crawl, timeout=90)
         assert crawl.returncode == 130, err
         assert "Traceback" not in err
         run, counts, _ = read_run(db_url)
@@ -119,7 +119,7 @@ def test_sigterm_makes_every_process_leave_and_the_run_goes_on(db_url: str) -> N
     with crawling(db_url, pages_per_host=150) as (site, crawl):
         both_crawling(site)
         crawl.send_signal(signal.SIGTERM)
-        _, err = crawl.communicate(timeout=90)
+        _, err = communicate(crawl, timeout=90)
         assert crawl.returncode == 143, err
         assert "Traceback" not in err
         assert not any(alive(pid) for pid in pids_of_workers(site))  # its helper left too
@@ -127,7 +127,7 @@ def test_sigterm_makes_every_process_leave_and_the_run_goes_on(db_url: str) -> N
         assert run.status is RunStatus.RUNNING and run.counters.assigned == 0
 
         worker = sitesync("worker", "--run", "1", settings=settings(db_url))
-        _, err = worker.communicate(timeout=120)
+        _, err = communicate(worker, timeout=120)
         assert worker.returncode == 0, err
         assert_exact(db_url, site)
         assert_each_page_fetched_once(site)  # what both had under way finished, none twice
@@ -137,6 +137,6 @@ def test_kill_9_of_the_foreground_takes_its_helpers(db_url: str) -> None:
     with crawling(db_url, pages_per_host=200) as (site, crawl):
         both_crawling(site)
         crawl.kill()
-        crawl.communicate(timeout=30)
+        communicate(crawl, timeout=30)
         helpers = pids_of_workers(site) - {crawl.pid}
         wait_for(lambda: not any(alive(pid) for pid in helpers), "the helper to die", 10)

@@ -14,7 +14,7 @@ import pytest
 
 from sitesync.models import RunStatus, TaskState
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import crawl_args, read_run, sitesync
+from tests.acceptance._cli import communicate, crawl_args, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import wait_for_progress
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def test_two_processes_acquiring_at_once_never_get_the_same_task(tmp_path: Path)
         )
         for n in range(2)
     ]
-    results = [json.loads(proc.communicate(timeout=60)[0]) for proc in procs]
+    results = [json.loads(communicate(proc, timeout=60)[0]) for proc in procs]
     assert all(proc.returncode == 0 for proc in procs)
     first, second = (set(r) for r in results)
     assert first and second  # both really competed
@@ -95,14 +95,14 @@ def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path
 
         rescuer = sitesync("crawl", "--resume", "1", *common)
         procs.append(rescuer)
-        _, rescuer_err = rescuer.communicate(timeout=120)
+        _, rescuer_err = communicate(rescuer, timeout=120)
         assert rescuer.returncode == 0, rescuer_err
         before, _, _ = read_run(db)
         assert before.status is RunStatus.COMPLETED
 
         zombie.send_signal(signal.SIGCONT)
         # Generous for a loaded machine; a zombie that hangs at exit still fails here.
-        _, zombie_err = zombie.communicate(timeout=60)
+        _, zombie_err = communicate(zombie, timeout=60)
         assert zombie.returncode == 0, zombie_err
         assert "rejected: its lease expired and was taken over" in zombie_err
 
@@ -140,7 +140,7 @@ def _reap(procs: list[subprocess.Popen[str]]) -> None:
         if proc.poll() is None:
             proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=30)
+            communicate(proc, timeout=30)
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()

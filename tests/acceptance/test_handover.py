@@ -13,7 +13,7 @@ from aiohttp import web
 from sitesync.models import RunStatus
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 
 pytestmark = pytest.mark.slow
 
@@ -69,11 +69,11 @@ def test_retry_after_and_robots_pass_to_the_next_worker(db_url: str) -> None:
         # the first worker has read the 429 (the server logs it before the client reads it)
         wait_for_stored_pause(db_url, site.hosts[0])
         first.send_signal(signal.SIGINT)  # graceful: releases its claim at once
-        _, err = first.communicate(timeout=20)
+        _, err = communicate(first, timeout=20)
         assert first.returncode == 130, err
 
         second = sitesync("crawl", "--resume", "1", "--no-progress", settings=settings(db_url))
-        _, err = second.communicate(timeout=60)
+        _, err = communicate(second, timeout=60)
         assert second.returncode == 0, err
         run, _, _ = read_run(db_url)
         assert run.status is RunStatus.COMPLETED

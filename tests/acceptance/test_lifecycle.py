@@ -14,7 +14,7 @@ import pytest
 from sitesync.models import NewTask, RunConfig, RunStatus, TaskState
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def settings(db: str) -> dict[str, str]:
 
 def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
     proc = sitesync(*args, settings=settings(db))
-    out, err = proc.communicate(timeout=60)
+    out, err = communicate(proc, timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
@@ -61,7 +61,7 @@ def test_pause_resume_stop_and_cancel_from_another_process(db_url: str) -> None:
         assert cli(db_url, "resume", "1").returncode == 0
         wait_for(lambda: len(site.requests) > quiet_from + 5, "the crawl to carry on")
         assert cli(db_url, "stop", "1").returncode == 0
-        _, err = crawl.communicate(timeout=30)
+        _, err = communicate(crawl, timeout=30)
         assert crawl.returncode == 130, err
         run, counts, _ = read_run(db_url)
         assert run.status is RunStatus.STOPPED
@@ -88,7 +88,7 @@ def test_a_killed_supervisors_runs_are_recovered_by_another(db_url: str) -> None
         supervisors.append(first)
         wait_for_progress(db_url, 10)
         first.send_signal(signal.SIGKILL)  # its worker dies with it (parent-death signal)
-        first.communicate(timeout=10)
+        communicate(first, timeout=10)
         stalled_at = read_run(db_url)[0].counters.completed
         second = sitesync("supervise", settings=settings(db_url))
         supervisors.append(second)
@@ -100,7 +100,7 @@ def test_a_killed_supervisors_runs_are_recovered_by_another(db_url: str) -> None
         for proc in supervisors:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-                proc.communicate(timeout=30)
+                communicate(proc, timeout=30)
         site.stop()
 
 
@@ -123,7 +123,7 @@ def test_a_run_that_keeps_crashing_fails_when_its_retries_are_spent(db_url: str)
     finally:
         if supervisor is not None:
             supervisor.send_signal(signal.SIGTERM)
-            supervisor.communicate(timeout=30)
+            communicate(supervisor, timeout=30)
         site.stop()
 
 
@@ -193,7 +193,7 @@ def test_ctrl_c_while_paused_stops_the_run_cleanly(db_url: str) -> None:
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "the pause to settle")
         time.sleep(0.5)  # the crawl process is now waiting for resume
         crawl.send_signal(signal.SIGINT)
-        _, err = crawl.communicate(timeout=30)
+        _, err = communicate(crawl, timeout=30)
         assert crawl.returncode == 130, err
         assert "Traceback" not in err
         run, counts, _ = read_run(db_url)

@@ -20,7 +20,7 @@ import pytest
 from sitesync.models import RunStatus, TaskState
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, RequestRecord, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
 
 pytestmark = pytest.mark.slow
@@ -122,7 +122,7 @@ def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
     try:
         workers = start_workers(db_url, site, 4)
         for proc in workers:
-            _, err = proc.communicate(timeout=90)
+            _, err = communicate(proc, timeout=90)
             assert proc.returncode == 0, err
         assert_exact(db_url, site)
         records = site.requests  # robots.txt and sitemap requests included
@@ -153,13 +153,13 @@ def test_chaos_sigkill_random_workers_until_done(db_url: str, cap: int | None) -
             victim = rng.choice([w for w in workers if w.poll() is None] or workers)
             victim.send_signal(signal.SIGKILL)
             killed_at[victim.pid] = time.monotonic()  # the site's clock too
-            victim.communicate(timeout=10)
+            communicate(victim, timeout=10)
             kills += 1
             workers.append(new_worker(db_url))
         assert kills >= 2, "the run finished before the chaos started"
         for proc in workers:
             if proc.returncode is None:
-                _, err = proc.communicate(timeout=120)
+                _, err = communicate(proc, timeout=120)
                 assert proc.returncode in (0, -signal.SIGKILL), err
         run, counts, tasks = read_run(db_url)
         assert run.status is RunStatus.COMPLETED
@@ -202,7 +202,7 @@ def test_workers_joining_one_by_one_each_get_their_share(db_url: str) -> None:
         time.sleep(1.0)  # a few claim refreshes: the first two settle at three hosts each
         workers.append(new_worker(db_url))
         for proc in workers:
-            _, err = proc.communicate(timeout=90)
+            _, err = communicate(proc, timeout=90)
             assert proc.returncode == 0, err
         assert_exact(db_url, site)
         records = site.requests

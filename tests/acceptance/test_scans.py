@@ -19,7 +19,7 @@ from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
 from sitesync.runs.scans import schedule_scan, start_due_scans
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import KEPT, sitesync
+from tests.acceptance._cli import KEPT, communicate, sitesync
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_cli(*args: str, settings: dict[str, str] | None = None) -> tuple[int, str, str]:
     proc = sitesync(*args, settings=settings)
-    out, err = proc.communicate(timeout=90)
+    out, err = communicate(proc, timeout=90)
     return proc.returncode, out, err
 
 
@@ -84,7 +84,7 @@ def test_scans_started_at_once_from_several_processes_create_one_run(
         )
         for n in range(3)
     ]  # fmt: skip
-    results = [(*proc.communicate(timeout=60), proc.returncode) for proc in procs]
+    results = [(*communicate(proc, timeout=60), proc.returncode) for proc in procs]
     winners = [out for out, _, code in results if code == 0]
     losers = [err for _, err, code in results if code == 3]
     assert len(winners) == 1 and len(losers) == 2, results

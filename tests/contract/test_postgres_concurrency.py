@@ -24,6 +24,7 @@ import pytest
 from sitesync.models import NewTask, ReportVerdict, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store.postgres.store import PostgresStore
 from tests import _postgres
+from tests.acceptance._cli import communicate
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +104,7 @@ def test_processes_racing_on_one_run_never_share_a_task(
         )
         for n in range(PROCESSES)
     ]
-    outputs = [proc.communicate(timeout=100) for proc in procs]
+    outputs = [communicate(proc, timeout=100) for proc in procs]
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     handed_out = [[tuple(pair) for pair in json.loads(out)] for out, _ in outputs]

@@ -18,7 +18,7 @@ import pytest
 
 from sitesync.models import RunStatus
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import KEPT, read_run, sitesync
+from tests.acceptance._cli import KEPT, communicate, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
 from tests.acceptance.test_many_workers import (
     assert_host_counters_exact,
@@ -84,7 +84,7 @@ def test_workers_with_clocks_minutes_apart_steal_no_lease_share_no_host_and_fini
         workers += [skewed_worker(db_url, skew) for skew in SKEWS]
         errs = []
         for proc in workers:
-            _, err = proc.communicate(timeout=150)
+            _, err = communicate(proc, timeout=150)
             assert proc.returncode == 0, err
             errs.append(err)
         took = time.monotonic() - started

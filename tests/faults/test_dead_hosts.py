@@ -24,7 +24,7 @@ from sitesync.runs.wiring import worker_options
 from sitesync.store import open_store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 from tests.integration.test_crawl import fast_settings
 
 #: Well under two minutes; the dead hosts end about 20 s after their first failure.
@@ -97,7 +97,7 @@ def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None
             if len(ended) == 2:
                 dead.set()
             time.sleep(0.3)
-        out, err = crawl.communicate(timeout=BOUND_SECONDS)
+        out, err = communicate(crawl, timeout=BOUND_SECONDS)
         elapsed = time.monotonic() - started
     finally:
         healthy.stop()
@@ -147,7 +147,7 @@ def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None
     )
 
     shown = sitesync("show", "1", "--db", db_url)
-    out, err = shown.communicate(timeout=60)
+    out, err = communicate(shown, timeout=60)
     assert shown.returncode == 0, err
     rows = {line.split()[1]: line for line in out.splitlines() if "127.0.0." in line[:30]}
     assert "unreachable" in rows[refused_host] and "blocked" in rows[unavailable_host], out

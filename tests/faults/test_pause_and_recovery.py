@@ -18,7 +18,7 @@ import pytest
 from sitesync.models import RunStatus, TaskState, WorkerInfo
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 
 # Real processes and real waits on a machine that may be busy (a CLI command alone can take
 # seconds to start): generous test timeouts, while the bounds asserted are the promises.
@@ -71,7 +71,7 @@ def completed(db: str) -> int:
 def steer(command: str, db: str) -> float:
     """Run ``sitesync pause|resume 1`` to its end; the time it returned."""
     proc = sitesync(command, "1", "--db", db)
-    _, err = proc.communicate(timeout=60)
+    _, err = communicate(proc, timeout=60)
     assert proc.returncode == 0, err
     return time.monotonic()
 
@@ -134,7 +134,7 @@ def test_a_pause_holds_fleet_wide_within_2s_and_resume_restarts_within_2s(
         assert restart - resumed_at < PROMISE, f"restarted {restart - resumed_at:.2f}s after"
 
         for member in fleet:
-            _, err = member.communicate(timeout=90)
+            _, err = communicate(member, timeout=90)
             assert member.returncode == 0, err
         # the pause cost no fetch: in-flight ones finished and were kept
         assert_completed_exactly(db_url, site, refetched_at_most=0)
@@ -163,7 +163,7 @@ def test_kill_9_then_resume_on_the_same_machine_continues_within_seconds(
         processes.append(proc)
         wait_until("20 pages crawled", lambda: completed(db_url) >= 20, 60)
         proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
+        communicate(proc, timeout=30)
         killed_at = time.monotonic()
         run, counts, _ = read_run(db_url)
         assert run.status is RunStatus.RUNNING  # left for --resume
@@ -174,7 +174,7 @@ def test_kill_9_then_resume_on_the_same_machine_continues_within_seconds(
         wait_until(
             "a request after the kill", lambda: site.requests[-1].started > killed_at, 30
         )  # on a quiet machine within 2 s (the CLI starting); before, 120 s (claim_seconds)
-        _, err = resumed.communicate(timeout=120)
+        _, err = communicate(resumed, timeout=120)
         assert resumed.returncode == 0, err
         assert "is gone" in err  # it said what it recognised
         # every page once, but those in flight when the process was killed
@@ -201,11 +201,11 @@ def test_a_sibling_worker_on_the_same_machine_takes_over_a_killed_one_within_sec
         wait_until("both workers fetching", lambda: len({r.worker for r in site.requests}) == 2, 60)
         (victim_id,) = {r.worker for r in site.requests[:1]}  # the crawl's worker came first
         first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=30)
+        communicate(first, timeout=30)
         killed_at = time.monotonic()
         victim_hosts = {r.host for r in site.requests if r.worker == victim_id}
 
-        _, err = sibling.communicate(timeout=120)
+        _, err = communicate(sibling, timeout=120)
         assert sibling.returncode == 0, err
         assert "is gone" in err
         taken_over = [

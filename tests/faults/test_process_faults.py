@@ -19,7 +19,7 @@ import pytest
 from sitesync.models import RunConfig, RunStatus
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
 
 pytestmark = pytest.mark.slow
@@ -91,7 +91,7 @@ class Process:
 
 def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
     proc = sitesync(*args, settings=settings(db))
-    out, err = proc.communicate(timeout=60)
+    out, err = communicate(proc, timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

@@ -22,7 +22,7 @@ from sitesync.fetch.base import FetchOutcome
 from sitesync.models import NewTask, Run, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import crawl_args, read_run, sitesync
+from tests.acceptance._cli import communicate, crawl_args, read_run, sitesync
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +103,7 @@ def test_terminating_the_crawls_postgres_connections_twice_does_not_end_the_run(
         for progress in (15, 50):
             wait_until(completed(pg_url, progress), f"{progress} pages crawled")
             assert terminate_backends(postgres_dsn, proc.pid) > 0
-        _, err = proc.communicate(timeout=90)
+        _, err = communicate(proc, timeout=90)
     finally:
         proc.kill()
     assert proc.returncode == 0, err
@@ -127,7 +127,7 @@ def test_a_sqlite_store_locked_for_a_while_delays_the_crawl_and_it_continues(
             time.sleep(2.5)
             assert lock.completed() == held  # it really waited
             assert proc.poll() is None
-        _, err = proc.communicate(timeout=90)
+        _, err = communicate(proc, timeout=90)
     finally:
         proc.kill()
     assert proc.returncode == 0, err
@@ -166,7 +166,7 @@ def test_past_the_budget_the_worker_exits_75_and_the_watchdog_requeues_the_run(
         wait_until(completed(db, 15), "15 pages crawled")
         with WriteLock(db) as lock:
             assert lock.completed() < PAGES  # the lock lands mid-crawl
-            _, err = proc.communicate(timeout=60)
+            _, err = communicate(proc, timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == EXIT_STORE_UNAVAILABLE, err
@@ -182,7 +182,7 @@ def test_past_the_budget_the_worker_exits_75_and_the_watchdog_requeues_the_run(
         settings={"delay": "0", "per_host_concurrency": "0", "respect_robots": "false",
                   "sitemaps": "false", "lease_seconds": "2", "heartbeat_seconds": "0.3"},
     )  # fmt: skip
-    _, err = supervise.communicate(timeout=90)
+    _, err = communicate(supervise, timeout=90)
     assert supervise.returncode == 0, err
     run, _, _ = read_run(db)
     assert run.crash_retries == 1  # re-queued by the watchdog, within max_crash_retries
@@ -191,7 +191,7 @@ def test_past_the_budget_the_worker_exits_75_and_the_watchdog_requeues_the_run(
         worker = sitesync("worker", "--run", str(run.id), *crawl_args(db)[:2], "--delay", "0",
                           settings={"per_host_concurrency": "0", "respect_robots": "false",
                                     "sitemaps": "false"})  # fmt: skip
-        _, err = worker.communicate(timeout=90)
+        _, err = communicate(worker, timeout=90)
         assert worker.returncode == 0, err
     assert_exact(db, site, fetched_once=False)
 
@@ -218,7 +218,7 @@ def test_a_bad_setting_prints_one_line_and_creates_no_run(
     extra = ["--queue"] if queue else []
     proc = sitesync("crawl", "http://127.0.0.1:9/", "--db", db_url, *flags, *extra,
                     settings=settings)  # fmt: skip
-    _, err = proc.communicate(timeout=60)
+    _, err = communicate(proc, timeout=60)
     assert proc.returncode != 0
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert list_runs(db_url) == []
@@ -226,11 +226,11 @@ def test_a_bad_setting_prints_one_line_and_creates_no_run(
 
 def test_a_worker_whose_browser_cannot_start_leaves_the_queued_run_queued(db_url: str) -> None:
     queue = sitesync("crawl", "http://127.0.0.1:9/", "--db", db_url, "--queue")
-    _, err = queue.communicate(timeout=60)
+    _, err = communicate(queue, timeout=60)
     assert queue.returncode == 0, err
     settings = {"fetcher": "browser", "browser_executable": "/nonexistent/chromium"}
     worker = sitesync("worker", "--run", "1", "--db", db_url, settings=settings)
-    _, err = worker.communicate(timeout=60)
+    _, err = communicate(worker, timeout=60)
     assert worker.returncode != 0
     assert len(err.strip().splitlines()) == 1 and "no Chromium" in err, err
     [run] = list_runs(db_url)
@@ -239,7 +239,7 @@ def test_a_worker_whose_browser_cannot_start_leaves_the_queued_run_queued(db_url
 
 def test_an_unreachable_store_is_one_line_and_nothing_starts() -> None:
     proc = sitesync("crawl", "http://127.0.0.1:9/", "--db", "postgresql://postgres@127.0.0.1:9/x")
-    _, err = proc.communicate(timeout=60)
+    _, err = communicate(proc, timeout=60)
     assert proc.returncode == 1
     [line] = err.strip().splitlines()
     assert line.startswith("error: cannot connect to PostgreSQL at 127.0.0.1:9/x"), err
@@ -322,7 +322,7 @@ def test_a_scan_whose_worker_died_before_its_lifecycle_gets_it_applied_exactly_o
         commands = [["worker", "--run", str(run_id), "--db", db_url]] * 2
     for command in commands:  # the second one finds nothing left to do
         proc = sitesync(*command)
-        _, err = proc.communicate(timeout=60)
+        _, err = communicate(proc, timeout=60)
         assert proc.returncode == 0, err
     states = domains(db_url)
     assert states.pop("127.0.0.1:9") == (True, 1, run_id)  # one miss, counted once

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import sitesync
+from tests.acceptance._cli import communicate, sitesync
 
 FAST = {
     "scan_scheme": "http", "delay": "0", "per_host_concurrency": "0", "max_retries": "1",
@@ -26,7 +26,7 @@ def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_cli(*args: str) -> tuple[int, str, str]:
     process = sitesync(*args, settings=FAST)
-    out, err = process.communicate(timeout=90)
+    out, err = communicate(process, timeout=90)
     return process.returncode, out, err
 
 

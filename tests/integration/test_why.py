@@ -16,7 +16,7 @@ from sitesync.config import load_settings
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
 from sitesync.web import create_app
-from tests.acceptance._cli import read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, sitesync
 
 ROBOTS = "User-agent: *\nDisallow: /private\n"
 
@@ -69,7 +69,7 @@ def _text(body: str) -> Callable[[web.Request], Any]:
 
 def run_cli(*args: str) -> str:
     process = sitesync(*args)
-    out, err = process.communicate(timeout=90)
+    out, err = communicate(process, timeout=90)
     assert process.returncode == 0, err
     return out
 
@@ -134,7 +134,7 @@ def test_why_tells_each_urls_story(story_site: LoopbackSite, db_url: str) -> Non
 def test_why_of_a_bad_url_or_unknown_run_is_one_line(tmp_path: Path) -> None:
     db = str(tmp_path / "empty.db")
     process = sitesync("why", "ftp://x", "--db", db)
-    _, err = process.communicate(timeout=60)
+    _, err = communicate(process, timeout=60)
     assert process.returncode == 1 and "error:" in err and "Traceback" not in err
 
 

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from tests._dashboard import running_dashboard
-from tests.acceptance._cli import sitesync
+from tests.acceptance._cli import communicate, sitesync
 
 EXPECTED_HEADERS = {
     "x-frame-options": "DENY",
@@ -142,7 +142,7 @@ def test_a_wrong_token_in_the_address_is_refused_and_not_exchanged(
 @pytest.mark.parametrize("token", ["short", "fifteen-chars-x"])
 def test_a_short_token_is_refused_at_start_up(tmp_path: Path, token: str) -> None:
     process = sitesync("dashboard", "--db", str(tmp_path / "d.db"), "--port", "0", "--token", token)
-    out, err = process.communicate(timeout=60)
+    out, err = communicate(process, timeout=60)
     assert process.returncode == 1, (out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: dashboard_token"), err

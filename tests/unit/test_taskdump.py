@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import io
+import subprocess
+import sys
+
+import pytest
 
 from sitesync.runs import taskdump
+from tests.acceptance._cli import communicate
 
 
 async def test_a_task_dump_names_every_await_down_to_the_line_that_waits() -> None:
@@ -27,3 +32,30 @@ async def test_a_task_dump_names_every_await_down_to_the_line_that_waits() -> No
     assert "task 'stuck':" in out.getvalue() and "in innermost" in out.getvalue()
     release.set()
     await task
+
+
+HUNG = """
+import asyncio
+from sitesync.runs import taskdump
+
+async def waits_forever():
+    taskdump.install(asyncio.get_running_loop())
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(waits_forever())
+"""
+
+
+def test_a_hung_test_process_is_dumped_killed_and_named() -> None:
+    """The tests' ``communicate``: a process past its timeout fails the test with what it
+    waits on, and is gone afterwards (no hang, no process or pipe left to the next test)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HUNG], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    with pytest.raises(AssertionError) as failure:
+        communicate(proc, timeout=0.5)
+    assert "still running after 0.5 s" in str(failure.value)
+    assert "in waits_forever" in str(failure.value)  # the dump, from the process's stderr
+    assert proc.returncode is not None
