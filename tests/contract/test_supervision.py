@@ -81,6 +81,35 @@ async def test_a_run_resumed_after_a_long_pause_is_not_taken_for_crashed(store: 
     assert await store.recover_stale_runs(stale_after=0.2, max_crash_retries=2) == []
 
 
+async def test_a_run_resumed_after_its_workers_left_is_requeued_without_spending_a_retry(
+    store: Store,
+) -> None:
+    """Paused, every worker leaves (SIGTERM), then a user resumes it and nobody joins: no
+    process crashed, so the watchdog re-queues it as left, whatever the resume's time."""
+    run_id = await queued_run(store)
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await store.register_worker(run_id, worker_id="w1", host="m", pid=1)
+    await store.transition_run(run_id, RunStatus.PAUSED)
+    await store.stop_worker("w1")  # left cleanly while the run was paused
+    await asyncio.sleep(0.06)
+    await store.transition_run(run_id, RunStatus.RUNNING, reason="resumed by a user")
+    assert await store.recover_stale_runs(stale_after=0.05, max_crash_retries=0) == []
+    await asyncio.sleep(0.06)
+    [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=0)
+    assert (run.status, run.crash_retries) == (RunStatus.QUEUED, 0)
+    assert run.status_reason == "all workers left; re-queued"
+
+    # Resumed again once it is running and then paused, with a worker that died without
+    # leaving (kill -9): that is still a crash.
+    await store.start_queued_run(run_id, supervisor_id="s")
+    await store.register_worker(run_id, worker_id="w2", host="m", pid=1)
+    await store.transition_run(run_id, RunStatus.PAUSED)
+    await store.transition_run(run_id, RunStatus.RUNNING, reason="resumed by a user")
+    await asyncio.sleep(0.06)
+    [run] = await store.recover_stale_runs(stale_after=0.05, max_crash_retries=1)
+    assert (run.status, run.crash_retries) == (RunStatus.QUEUED, 1)
+
+
 async def test_a_heartbeat_keeps_the_watchdog_away(store: Store) -> None:
     run_id = await queued_run(store)
     await store.start_queued_run(run_id, supervisor_id="s")

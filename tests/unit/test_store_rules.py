@@ -63,8 +63,14 @@ def test_a_transition_is_fenced_on_the_status_it_was_decided_on() -> None:
     params = rules.transition_params(_run(RunStatus.RUNNING), RunStatus.COMPLETED, "done", 3.0)
     assert params == {
         "run_id": 7, "status": "completed", "expected": "running", "reason": "done",
-        "terminal": True, "now": 3.0,
+        "terminal": True, "pause_or_resume": False, "now": 3.0,
     }  # fmt: skip
+    # A pause and a resume only say the run is alive (its heartbeat), not that it worked.
+    for start, to in ((RunStatus.RUNNING, RunStatus.PAUSED), (RunStatus.PAUSED, RunStatus.RUNNING)):
+        assert rules.transition_params(_run(start), to, None, 3.0)["pause_or_resume"] is True
+    assert not rules.transition_params(_run(RunStatus.QUEUED), RunStatus.RUNNING, None, 3.0)[
+        "pause_or_resume"
+    ]
     with pytest.raises(IllegalTransition):
         rules.transition_params(_run(RunStatus.COMPLETED), RunStatus.RUNNING, None, 3.0)
 

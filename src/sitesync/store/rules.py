@@ -62,6 +62,10 @@ def transition_params(run: Run, to: RunStatus, reason: str | None, now: float) -
         "expected": run.status.value,
         "reason": reason,
         "terminal": to.is_terminal,
+        # A pause or a resume is a sign of life, not work: it refreshes the run's heartbeat
+        # and leaves its last activity alone, so that the watchdog still sees that the
+        # workers left before it (re-queued without spending a crash retry).
+        "pause_or_resume": {run.status, to} == {RunStatus.PAUSED, RunStatus.RUNNING},
         "now": now,
     }
 

@@ -23,7 +23,8 @@ UPDATE runs
        status_reason = %(reason)s,
        started_at = COALESCE(started_at, CASE WHEN %(status)s::text = 'running' THEN %(now)s END),
        ended_at = CASE WHEN %(terminal)s THEN %(now)s ELSE NULL END,
-       last_activity_at = %(now)s
+       last_activity_at = CASE WHEN %(pause_or_resume)s THEN last_activity_at ELSE %(now)s END,
+       heartbeat_at = CASE WHEN %(pause_or_resume)s THEN %(now)s ELSE heartbeat_at END
  WHERE id = %(run_id)s AND status = %(expected)s
 RETURNING id;
 

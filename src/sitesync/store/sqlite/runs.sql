@@ -17,7 +17,8 @@ UPDATE runs
        status_reason = :reason,
        started_at = COALESCE(started_at, CASE WHEN :status = 'running' THEN :now END),
        ended_at = CASE WHEN :terminal THEN :now ELSE NULL END,
-       last_activity_at = :now
+       last_activity_at = CASE WHEN :pause_or_resume THEN last_activity_at ELSE :now END,
+       heartbeat_at = CASE WHEN :pause_or_resume THEN :now ELSE heartbeat_at END
  WHERE id = :run_id AND status = :expected;
 
 -- name: complete_run_if_drained

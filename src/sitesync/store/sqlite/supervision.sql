@@ -18,6 +18,8 @@ UPDATE runs
 -- any worker that did not leave cleanly): the run was left, not crashed, and is re-queued
 -- without spending a crash retry. A clean leave (stop_worker) sets last_heartbeat to
 -- stopped_at; a worker found gone (stop_gone_worker) keeps its older last_heartbeat.
+-- A pause or a resume refreshes heartbeat_at, not last_activity_at: workers that left a
+-- paused run, which is then resumed with nobody to crawl it, still left it.
 SELECT runs.id, runs.crash_retries,
        COALESCE(departures.last_left >= MAX(COALESCE(runs.last_activity_at, 0),
                                                COALESCE(departures.last_alive, 0)),
