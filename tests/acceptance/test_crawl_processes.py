@@ -72,6 +72,8 @@ def test_two_processes_fetch_every_page_once(db_url: str) -> None:
         _, err = communicate(crawl, timeout=120)
         assert crawl.returncode == 0, err
         assert "Traceback" not in err
+        # Told the run is over, the helper leaves without a word to the terminal.
+        assert "received" not in err and "a helper of run" not in err, err
         assert_exact(db_url, site)  # completed; counters equal a recount
         assert_host_counters_match_a_recount(db_url)
         assert_each_page_fetched_once(site)

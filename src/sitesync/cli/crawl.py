@@ -272,15 +272,12 @@ async def _crawl_with_helpers(
     the run, or by leaving it when this process leaves it."""
     helpers = Helpers(settings, run.id, count)
     helpers.start()
-    ended: Run | None = None
     try:
         if not show_progress:
-            ended = await crawl(store, run, settings, stop_signals=stop_signals)
-        else:
-            ended = await _crawl_with_progress(store, run, settings, stop_signals)
-        return ended
+            return await crawl(store, run, settings, stop_signals=stop_signals)
+        return await _crawl_with_progress(store, run, settings, stop_signals)
     finally:
-        await helpers.finish(left=ended is None or not ended.status.is_terminal)
+        await helpers.finish()
 
 
 async def _crawl_with_progress(

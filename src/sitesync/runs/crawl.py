@@ -26,6 +26,7 @@ from sitesync.frontier.scope import Scope
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs import taskdump
+from sitesync.runs.processes import FOREGROUND_DONE
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.waits import wait_set
 from sitesync.runs.wiring import fetch_limits, network_policy, worker_options
@@ -303,7 +304,7 @@ class Signals:
     def install(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._dumps = taskdump.install(loop)  # kill -USR1: what every task waits on
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, FOREGROUND_DONE):
             try:
                 loop.add_signal_handler(sig, self._on_signal, sig)
             except (NotImplementedError, RuntimeError):  # not the main thread, or no signals
@@ -324,6 +325,8 @@ class Signals:
             log.warning(
                 "%s received: stopping the run; in-flight pages go back to pending", sig.name
             )
+        elif sig is FOREGROUND_DONE:
+            log.debug("the foreground crawl is done: leaving the run")
         else:
             log.warning(
                 "%s received: leaving the run, which goes on without this process", sig.name

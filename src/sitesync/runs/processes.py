@@ -33,6 +33,14 @@ SETTINGS_FROM_STDIN = "--settings-from-stdin"
 #: How long a helper may take to leave (its fetches under way finish within 10 s).
 LEAVE_SECONDS = 30.0
 
+#: What a foreground ``sitesync crawl`` sends its helpers when it is done (the run ended, or
+#: it left): they leave as on SIGTERM, at once and without a word to the terminal.
+FOREGROUND_DONE = signal.SIGUSR2
+
+#: How a helper told to go exits: it left (0), it saw the run stopped (130), or the signal
+#: reached it before its handlers were installed (killed by it).
+_TOLD_TO_GO = frozenset({0, 130, -FOREGROUND_DONE})
+
 
 def spawn_sitesync(
     args: Sequence[str], *, env: dict[str, str], stdin_line: str | None, helper: bool = False
@@ -99,23 +107,27 @@ class Helpers:
         for _ in range(self.count):
             self.procs.append(spawn_sitesync(args, env=env, stdin_line=line, helper=True))
 
-    async def finish(self, *, left: bool) -> None:
-        """Wait for the helpers to end. A run that ended (completed, stopped) ends them on
-        its own; when the foreground ``left`` the run, they are told to leave too."""
-        if left:
-            self._signal(signal.SIGTERM)
+    async def finish(self) -> None:
+        """Tell the helpers this crawl is over for the foreground, and wait for them.
+
+        Whether the run ended (completed, stopped) or the foreground left it, a helper is
+        told (``FOREGROUND_DONE``), on which it leaves as on SIGTERM: told, it goes at once,
+        instead of at its next read of the run's status. One still starting up dies of the
+        signal, which is as harmless: it held nothing yet.
+        """
+        self._signal(FOREGROUND_DONE)
         for proc in self.procs:
             try:
                 await asyncio.to_thread(proc.wait, LEAVE_SECONDS)
             except subprocess.TimeoutExpired:
-                # Still crawling a run that ended for us, or slow to leave: tell it, then force it.
+                # Slow to leave: tell it again (a second SIGTERM ends it at once), then force.
                 self._signal(signal.SIGTERM)
                 try:
                     await asyncio.to_thread(proc.wait, LEAVE_SECONDS)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     await asyncio.to_thread(proc.wait)
-            if proc.returncode not in (0, 130):  # 130: it saw the run stopped
+            if proc.returncode not in _TOLD_TO_GO:
                 log.warning("a helper of run %d exited with %d", self.run_id, proc.returncode)
 
     def _signal(self, sig: signal.Signals) -> None:
