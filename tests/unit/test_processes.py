@@ -1,38 +1,68 @@
-"""A crawl's helper processes get exactly the crawl's settings (issue 13, item 8)."""
+"""A crawl's helper processes (issue 13, item 8): forked before the crawl opens its store,
+told the run to join, told when the foreground is done. Real forks, real signals."""
 
 from __future__ import annotations
 
 import os
-
-import pytest
+import signal
+import time
+from pathlib import Path
 
 from sitesync.config import load_settings
-from sitesync.runs.processes import process_count, settings_from_line, settings_line
+from sitesync.runs.processes import FOREGROUND_DONE, Helpers, process_count
 
 
-def test_a_helper_reads_back_every_setting_the_crawl_had(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SITESYNC_DELAY", "0.25")  # from the environment ...
-    crawl = load_settings(  # ... and from flags, of every kind of field
-        db="postgresql://crawler:s3cret@db.example/catalogue",
-        concurrency=7,
-        plugins="page,links",
-        dead_host_recheck_seconds="1,2",
-        allowed_networks=["10.1.0.0/16"],
-        session_params="sid",
-        max_claims_per_worker=3,
-        worker_id_header=True,
-        processes=3,
-    )
-    monkeypatch.delenv("SITESYNC_DELAY")  # the helper's environment need not say it again
-    helper = settings_from_line(settings_line(crawl))
-    assert helper == crawl
-    assert helper.delay == 0.25 and helper.plugins == ("page", "links")
+def wait_for(path: Path, count: int) -> list[str]:
+    deadline = time.monotonic() + 20
+    while len(found := sorted(path.glob("*.txt"))) < count:
+        assert time.monotonic() < deadline, f"only {len(found)} of {count} helpers crawled"
+        time.sleep(0.01)
+    return [f.read_text() for f in found]
 
 
-def test_the_dashboard_token_stays_with_the_crawl() -> None:
-    crawl = load_settings(dashboard_token="t0ken")
-    assert "t0ken" not in settings_line(crawl)
-    assert settings_from_line(settings_line(crawl)).dashboard_token is None
+def test_helpers_crawl_the_run_they_are_told_and_leave_when_the_foreground_is_done(
+    tmp_path: Path,
+) -> None:
+    def crawl_run(run_id: int) -> int:  # in the helper: what `worker --run ID` would do
+        signal.pthread_sigmask(signal.SIG_BLOCK, {FOREGROUND_DONE})
+        (tmp_path / f"{os.getpid()}.txt").write_text(f"{run_id} {os.getpgid(0)}")
+        signal.sigwait({FOREGROUND_DONE})  # crawls until told
+        return 0
+
+    helpers = Helpers.fork(2, crawl_run)
+    helpers.start(7)
+    crawled = wait_for(tmp_path, 2)
+    pids = sorted(int(f.stem) for f in tmp_path.glob("*.txt"))
+    assert os.getpid() not in pids
+    # Each crawled run 7 in a process group of its own (Ctrl-C reaches the foreground alone).
+    assert crawled == [f"7 {pid}" for pid in pids]
+    assert helpers.finish() == [0, 0]
+    for pid in pids:  # reaped: no process of that id is left to signal
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"helper {pid} still exists")
+
+
+def test_helpers_never_told_a_run_exit_without_crawling(tmp_path: Path) -> None:
+    def crawl_run(run_id: int) -> int:
+        (tmp_path / "crawled.txt").write_text(str(run_id))
+        return 0
+
+    helpers = Helpers.fork(1, crawl_run)
+    time.sleep(0.2)  # the helper is waiting on its pipe (or still starting): either way
+    [code] = helpers.finish()  # the foreground failed before it had a run to give
+    assert code in (0, -FOREGROUND_DONE)
+    assert not (tmp_path / "crawled.txt").exists()
+
+
+def test_a_helper_that_fails_reports_its_exit_code() -> None:
+    helpers = Helpers.fork(1, lambda run_id: 3)
+    helpers.start(1)
+    [pid] = helpers._pids
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # it failed on its own, not yet reaped
+    assert helpers.finish() == [3]
 
 
 def test_zero_processes_is_one_per_core() -> None:

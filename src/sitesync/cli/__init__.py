@@ -19,9 +19,7 @@ from sitesync.cli import runs as _runs
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
 from sitesync.cli import why as _why
-from sitesync.cli._common import LogFormatter, plain_console, styled
-from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
-from sitesync.redact import redact
+from sitesync.cli._common import LogFormatter, exit_code_of
 
 app = typer.Typer(
     name="sitesync",
@@ -54,8 +52,6 @@ app.command("records")(_records.records_command)
 app.command("export")(_export.export_command)
 app.command("why")(_why.why_command)
 
-err_console = plain_console(stderr=True)
-
 
 def main() -> None:
     logging.basicConfig(
@@ -63,12 +59,4 @@ def main() -> None:
     )
     for handler in logging.getLogger().handlers:  # a logged error may quote a DSN
         handler.setFormatter(LogFormatter(handler.formatter))
-    try:
-        app()
-    except StoreUnavailable as exc:
-        # Not the run's fault: its run stays for the watchdog, which re-queues it.
-        err_console.print(styled("error:", "bold red"), redact(str(exc)), soft_wrap=True)
-        sys.exit(EXIT_STORE_UNAVAILABLE)
-    except SitesyncError as exc:
-        err_console.print(styled("error:", "bold red"), redact(str(exc)), soft_wrap=True)
-        sys.exit(1)
+    sys.exit(exit_code_of(app))

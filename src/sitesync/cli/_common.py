@@ -8,10 +8,12 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import typer
 from rich.console import Console
 from rich.text import Text
 
-from sitesync.redact import RedactingFormatter
+from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
+from sitesync.redact import RedactingFormatter, redact
 from sitesync.store import Store, open_store
 
 T = TypeVar("T")
@@ -54,6 +56,26 @@ class LogFormatter(RedactingFormatter):
 def styled(text: str, style: str) -> Text:
     """``text`` in ``style``, taken literally (never parsed as markup)."""
     return Text(visible(text), style=style)
+
+
+def exit_code_of(work: Callable[[], object]) -> int:
+    """Run a command's ``work``; its exit code, an error printed as one red line."""
+    try:
+        work()
+    except typer.Exit as exc:
+        return exc.exit_code
+    except StoreUnavailable as exc:
+        # Not the run's fault: its run stays for the watchdog, which re-queues it.
+        _error_line(exc)
+        return EXIT_STORE_UNAVAILABLE
+    except SitesyncError as exc:
+        _error_line(exc)
+        return 1
+    return 0
+
+
+def _error_line(exc: Exception) -> None:
+    plain_console(stderr=True).print(styled("error:", "bold red"), redact(str(exc)), soft_wrap=True)
 
 
 def with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:

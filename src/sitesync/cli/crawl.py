@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import signal
 import sys
@@ -14,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sitesync.cli._common import plain_console
+from sitesync.cli._common import exit_code_of, plain_console
 from sitesync.cli.options import CRAWL, WORKER, Flags, from_flags, settings_flags
 from sitesync.cli.runs import run_table
 from sitesync.config import Settings
@@ -30,12 +31,7 @@ from sitesync.runs.crawl import (
     request_config,
     validate_request,
 )
-from sitesync.runs.processes import (
-    SETTINGS_FROM_STDIN,
-    Helpers,
-    process_count,
-    settings_from_line,
-)
+from sitesync.runs.processes import Helpers, process_count
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.service import serve
 from sitesync.store import Store, open_store
@@ -138,10 +134,6 @@ def worker_command(
     db_from_stdin: Annotated[
         bool, typer.Option("--db-from-stdin", hidden=True, help="Read --db from stdin.")
     ] = False,
-    settings_from_stdin: Annotated[
-        bool,
-        typer.Option(SETTINGS_FROM_STDIN, hidden=True, help="A crawl's helper: settings on stdin."),
-    ] = False,
     serve: Annotated[
         bool,
         typer.Option(
@@ -166,11 +158,7 @@ def worker_command(
     if serve:
         serve_runs(settings, run_id)
         return
-    if settings_from_stdin:  # a helper of 'crawl': its settings, and quiet but for the log
-        settings = settings_from_line(sys.stdin.readline())
-        console.quiet = True
-    helper = settings_from_stdin and run_id is not None
-    request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True, helper=helper)
+    request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
     crawl_and_report(settings, request, progress=progress, summary_json=summary_json, worker=True)
 
 
@@ -205,12 +193,18 @@ def crawl_and_report(
     check_before_run(settings, request)
     started = time.monotonic()
     stop_signals = frozenset() if worker else STOP_ON_CTRL_C
-    helpers = 0 if worker else process_count(settings) - 1
-    run = asyncio.run(
-        _crawl(
-            settings, request, show_progress=progress, stop_signals=stop_signals, helpers=helpers
-        )
-    )
+    count = 0 if worker else process_count(settings) - 1
+    # Before the store is opened and the event loop runs: see Helpers.
+    helpers = Helpers.fork(count, functools.partial(_crawl_as_helper, settings))
+    try:
+        run = asyncio.run(
+            _crawl(
+                settings, request, show_progress=progress, stop_signals=stop_signals,
+                helpers=helpers,
+            )
+        )  # fmt: skip
+    finally:
+        helpers.finish()
     elapsed = time.monotonic() - started
     plain_console().print(run_table(run))
     if summary_json is not None:
@@ -235,13 +229,23 @@ def check_before_run(settings: Settings, request: CrawlRequest) -> None:
     validate_request(request, settings)
 
 
+def _crawl_as_helper(settings: Settings, run_id: int) -> int:
+    """A forked helper of ``crawl``: ``sitesync worker --run RUN_ID`` with the crawl's
+    settings, quiet but for the log; its exit code."""
+    console.quiet = True
+    request = CrawlRequest(resume_run_id=run_id, join=True, helper=True)
+    return exit_code_of(
+        lambda: crawl_and_report(settings, request, progress=False, summary_json=None, worker=True)
+    )
+
+
 async def _crawl(
     settings: Settings,
     request: CrawlRequest,
     *,
     show_progress: bool,
     stop_signals: frozenset[signal.Signals],
-    helpers: int = 0,
+    helpers: Helpers,
 ) -> Run:
     store = await open_store(settings.db, **settings.store_options())
     try:
@@ -255,29 +259,12 @@ async def _crawl(
         )
         if run.status is RunStatus.PAUSED:
             console.print(f"run {run.id} is paused: waiting for 'sitesync resume {run.id}'")
-        return await _crawl_with_helpers(store, run, settings, stop_signals, helpers, show_progress)
-    finally:
-        await store.close()
-
-
-async def _crawl_with_helpers(
-    store: Store,
-    run: Run,
-    settings: Settings,
-    stop_signals: frozenset[signal.Signals],
-    count: int,
-    show_progress: bool,
-) -> Run:
-    """Crawl here, and in ``count`` helper processes that end when this crawl does: with
-    the run, or by leaving it when this process leaves it."""
-    helpers = Helpers(settings, run.id, count)
-    helpers.start()
-    try:
+        helpers.start(run.id)  # they crawl it beside this process until told it is over
         if not show_progress:
             return await crawl(store, run, settings, stop_signals=stop_signals)
         return await _crawl_with_progress(store, run, settings, stop_signals)
     finally:
-        await helpers.finish()
+        await store.close()
 
 
 async def _crawl_with_progress(

@@ -1,34 +1,30 @@
 """Worker processes started by another sitesync process: the helpers that make one
 ``sitesync crawl`` use every core, and the workers of ``sitesync supervise``.
 
-A child is ``sitesync worker`` in a fresh interpreter (no state inherited but what it is
-told). What may carry a password (the store's DSN, or the whole settings) goes over a pipe
-on its stdin: a command line is readable by every user of the machine, an environment by
-the same user. Every child gets a parent-death signal, so a parent killed with SIGKILL
-takes its children with it.
+A supervisor's worker is ``sitesync worker`` in a fresh interpreter (no state inherited
+but what it is told); the store's DSN, which may carry a password, goes over a pipe on its
+stdin: a command line is readable by every user of the machine, an environment by the same
+user. A crawl's helpers are forked (:class:`Helpers`). Every child gets a parent-death
+signal, so a parent killed with SIGKILL takes its children with it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
-import json
 import logging
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
-from sitesync.config import Settings, load_settings
+from sitesync.config import Settings
 
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
-
-#: How a helper of ``crawl`` is told its settings: all of them, as JSON on one stdin line.
-SETTINGS_FROM_STDIN = "--settings-from-stdin"
 
 #: How long a helper may take to leave (its fetches under way finish within 10 s).
 LEAVE_SECONDS = 30.0
@@ -43,19 +39,14 @@ _TOLD_TO_GO = frozenset({0, 130, -FOREGROUND_DONE})
 
 
 def spawn_sitesync(
-    args: Sequence[str], *, env: dict[str, str], stdin_line: str | None, helper: bool = False
+    args: Sequence[str], *, env: dict[str, str], stdin_line: str | None
 ) -> subprocess.Popen[bytes]:
-    """Start ``sitesync ARGS`` that dies with this process, ``stdin_line`` on its stdin.
-
-    A ``helper`` prints nothing on stdout and has a process group of its own: Ctrl-C on the
-    terminal reaches the foreground alone, which stops the run, and the helpers see that."""
+    """Start ``sitesync ARGS`` that dies with this process, ``stdin_line`` on its stdin."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "sitesync", *args],
         env=env,
         preexec_fn=die_with_parent,
         stdin=subprocess.PIPE if stdin_line is not None else subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL if helper else None,
-        process_group=0 if helper else None,
     )
     if stdin_line is not None and proc.stdin is not None:
         with contextlib.suppress(BrokenPipeError):  # it died at once: its exit code says so
@@ -75,62 +66,128 @@ def die_with_parent() -> None:
 
 
 def process_count(settings: Settings) -> int:
-    """Worker processes of one ``crawl`` on this machine, its own included."""
+    """Worker processes of one ``crawl`` on this machine, its own included (one where
+    processes cannot be forked)."""
+    if not hasattr(os, "fork"):
+        return 1
     return settings.processes or os.cpu_count() or 1
 
 
-def settings_line(settings: Settings) -> str:
-    """The settings a helper must crawl with, exactly: flags, environment and file alike.
-    (The dashboard's token is no worker's business.)"""
-    return json.dumps(settings.model_dump(mode="json", exclude={"dashboard_token"}))
-
-
-def settings_from_line(line: str) -> Settings:
-    return load_settings(**json.loads(line))
-
-
 class Helpers:
-    """The helper processes of one foreground ``crawl``: ``sitesync worker --run ID``
-    with the foreground's settings. Their output is the foreground's to give: only their
-    warnings and errors reach the terminal."""
+    """The helper processes of one foreground ``crawl``.
 
-    def __init__(self, settings: Settings, run_id: int, count: int) -> None:
-        self.settings = settings
+    They are forked before the foreground opens its store or starts its event loop, so
+    each has the foreground's settings and modules in memory already (a fresh interpreter
+    took about a second to import them: a helper started that much later than the
+    foreground), and nothing else of it: no connection, no thread, no loop. Each waits on
+    a pipe for the run to join, then crawls it as ``sitesync worker --run ID`` would. Their
+    output is the foreground's to give: only their warnings and errors reach the terminal.
+    """
+
+    def __init__(self) -> None:
+        self.run_id: int | None = None  # once told
+        self._pids: list[int] = []
+        self._pipes: list[int] = []  # the write end of each helper's pipe, until told
+
+    @classmethod
+    def fork(cls, count: int, crawl_run: Callable[[int], int]) -> Helpers:
+        """Fork ``count`` helpers; each runs ``crawl_run(run_id)`` once told the run, and
+        exits with what it returns."""
+        helpers = cls()
+        parent = os.getpid()
+        sys.stdout.flush()  # what is buffered now is the foreground's to print, once
+        sys.stderr.flush()
+        for _ in range(count):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the helper: it never returns from here
+                code = 1
+                try:
+                    for pipe in (write_end, *helpers._pipes):
+                        os.close(pipe)  # its siblings' EOF must not wait for it
+                    code = _helper(read_end, parent, crawl_run)
+                finally:
+                    os._exit(code)  # not the foreground's atexit handlers or buffers
+            os.close(read_end)
+            helpers._pids.append(pid)
+            helpers._pipes.append(write_end)
+        return helpers
+
+    def start(self, run_id: int) -> None:
+        """Tell every helper the run to join."""
         self.run_id = run_id
-        self.count = count
-        self.procs: list[subprocess.Popen[bytes]] = []
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):  # it died already: its exit code says so
+                os.write(pipe, f"{run_id}\n".encode())
+        self._close_pipes()
 
-    def start(self) -> None:
-        args = ("worker", "--run", str(self.run_id), SETTINGS_FROM_STDIN)
-        line = settings_line(self.settings)
-        env = dict(os.environ)
-        for _ in range(self.count):
-            self.procs.append(spawn_sitesync(args, env=env, stdin_line=line, helper=True))
-
-    async def finish(self) -> None:
+    def finish(self) -> list[int]:
         """Tell the helpers this crawl is over for the foreground, and wait for them.
 
         Whether the run ended (completed, stopped) or the foreground left it, a helper is
         told (``FOREGROUND_DONE``), on which it leaves as on SIGTERM: told, it goes at once,
-        instead of at its next read of the run's status. One still starting up dies of the
-        signal, which is as harmless: it held nothing yet.
+        instead of at its next read of the run's status. One never told a run (the
+        foreground failed first) sees its pipe closed and exits. Returns their exit codes.
         """
+        self._close_pipes()
         self._signal(FOREGROUND_DONE)
-        for proc in self.procs:
-            try:
-                await asyncio.to_thread(proc.wait, LEAVE_SECONDS)
-            except subprocess.TimeoutExpired:
-                # Slow to leave: tell it again (a second SIGTERM ends it at once), then force.
-                self._signal(signal.SIGTERM)
-                try:
-                    await asyncio.to_thread(proc.wait, LEAVE_SECONDS)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    await asyncio.to_thread(proc.wait)
-            if proc.returncode not in _TOLD_TO_GO:
-                log.warning("a helper of run %d exited with %d", self.run_id, proc.returncode)
+        codes = []
+        for pid in self._pids:
+            code = _wait(pid, LEAVE_SECONDS)
+            if code is None:
+                # Slow to leave: SIGTERM (a second one ends it at once), then force.
+                _kill(pid, signal.SIGTERM)
+                code = _wait(pid, LEAVE_SECONDS)
+            if code is None:
+                _kill(pid, signal.SIGKILL)
+                code = _reap(pid)
+            if code not in _TOLD_TO_GO:
+                log.warning("a helper of run %s exited with %s", self.run_id, code)
+            codes.append(code)
+        self._pids = []
+        return codes
+
+    def _close_pipes(self) -> None:
+        for pipe in self._pipes:
+            os.close(pipe)
+        self._pipes = []
 
     def _signal(self, sig: signal.Signals) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(sig)
+        for pid in self._pids:
+            _kill(pid, sig)
+
+
+def _helper(read_end: int, parent: int, crawl_run: Callable[[int], int]) -> int:
+    """A forked helper: on its own, then told the run to crawl (or nothing: exit)."""
+    os.setpgid(0, 0)  # Ctrl-C on the terminal reaches the foreground alone
+    die_with_parent()
+    if os.getppid() != parent:  # the foreground died before we could die with it
+        return 0
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)  # stdout is the foreground's (its summary); warnings go to stderr
+    with os.fdopen(read_end, "rb") as pipe:
+        line = pipe.readline().strip()
+    return crawl_run(int(line)) if line else 0
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """The exit code of child ``pid`` (``-N``: killed by signal N), or None if it is still
+    running after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.005)
+
+
+def _reap(pid: int) -> int:
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _kill(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
