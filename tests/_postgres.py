@@ -66,10 +66,12 @@ def throwaway_server() -> Iterator[str]:
     """initdb + pg_ctl start in a temp dir; stopped and deleted on exit."""
     initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
     as_user = _unprivileged_prefix()
+    reap_abandoned_servers(pg_ctl, as_user)
     # Not under pytest's tmp_path: that is private to root, and the server cannot run as root.
-    root = Path(tempfile.mkdtemp(prefix="sitesync-pg-"))
+    root = Path(tempfile.mkdtemp(prefix=_PREFIX))
     data, sockets, log = root / "data", root / "sockets", root / "server.log"
     try:
+        (root / _OWNER).write_text(str(os.getpid()))
         sockets.mkdir()
         if as_user:
             owner = pwd.getpwnam("postgres")
@@ -84,6 +86,40 @@ def throwaway_server() -> Iterator[str]:
             _run([*as_user, pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"], "pg_ctl stop")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+_PREFIX = "sitesync-pg-"
+_OWNER = "owner.pid"  # the test session's process: while it lives, its server is in use
+
+
+def reap_abandoned_servers(pg_ctl: str, as_user: list[str]) -> list[Path]:
+    """Stop and delete the throwaway servers of test sessions that were killed (a SIGKILL or
+    a CI timeout skips the ``finally`` that stops them); the directories removed."""
+    reaped = []
+    for root in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        try:
+            owner = int((root / _OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or being created right now
+        if _alive(owner):
+            continue
+        if (root / "data" / "postmaster.pid").exists():
+            with contextlib.suppress(PostgresUnavailable):
+                _run([*as_user, pg_ctl, "-D", root / "data", "-m", "immediate", "-w", "stop"],
+                     "pg_ctl stop")  # fmt: skip
+        shutil.rmtree(root, ignore_errors=True)
+        reaped.append(root)
+    return reaped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _start(as_user: list[str], pg_ctl: str, data: Path, sockets: Path, log: Path) -> int:
