@@ -86,6 +86,12 @@ class Settings(BaseSettings):
     the CLI, the API or the dashboard reaches every worker within this long, and a paused
     crawl notices ``resume`` as fast. No request starts after that."""
 
+    drain_timeout: float = Field(10.0, gt=0, le=300)
+    """How long a worker that leaves its run (SIGTERM, or the run paused or completed
+    elsewhere) lets its fetches under way finish and be committed, in seconds; what is still
+    under way then goes back to pending. Also the longest it waits for the store to take its
+    last reports."""
+
     claim_seconds: float = Field(120.0, gt=0)
     """How long a worker's claim on a host lasts unless renewed. Only the holder fetches
     from a host; a crashed worker's hosts pass to others after this long (at once when a

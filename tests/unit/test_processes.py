@@ -29,7 +29,7 @@ def test_helpers_crawl_the_run_they_are_told_and_leave_when_the_foreground_is_do
         signal.sigwait({FOREGROUND_DONE})  # crawls until told
         return 0
 
-    helpers = Helpers.fork(2, crawl_run)
+    helpers = Helpers.fork(2, crawl_run, drain_timeout=10)
     helpers.start(7)
     crawled = wait_for(tmp_path, 2)
     pids = sorted(int(f.stem) for f in tmp_path.glob("*.txt"))
@@ -50,7 +50,7 @@ def test_helpers_never_told_a_run_exit_without_crawling(tmp_path: Path) -> None:
         (tmp_path / "crawled.txt").write_text(str(run_id))
         return 0
 
-    helpers = Helpers.fork(1, crawl_run)
+    helpers = Helpers.fork(1, crawl_run, drain_timeout=10)
     time.sleep(0.2)  # the helper is waiting on its pipe (or still starting): either way
     [code] = helpers.finish()  # the foreground failed before it had a run to give
     assert code in (0, -FOREGROUND_DONE)
@@ -58,7 +58,7 @@ def test_helpers_never_told_a_run_exit_without_crawling(tmp_path: Path) -> None:
 
 
 def test_a_helper_that_fails_reports_its_exit_code() -> None:
-    helpers = Helpers.fork(1, lambda run_id: 3)
+    helpers = Helpers.fork(1, lambda run_id: 3, drain_timeout=10)
     helpers.start(1)
     [pid] = helpers._pids
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # it failed on its own, not yet reaped

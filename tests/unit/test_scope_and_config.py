@@ -6,7 +6,7 @@ from sitesync.config import load_settings
 from sitesync.errors import ConfigError
 from sitesync.frontier.scope import Scope
 from sitesync.models import RunConfig
-from sitesync.runs.wiring import fetch_limits
+from sitesync.runs.wiring import fetch_limits, worker_options
 
 
 def scope(**config: object) -> Scope:
@@ -91,3 +91,13 @@ def test_an_unknown_setting_in_the_file_is_named(tmp_path, monkeypatch: pytest.M
     monkeypatch.setenv("SITESYNC_CONFIG", str(config))
     with pytest.raises(ConfigError, match="concurency"):
         load_settings()
+
+
+def test_drain_timeout_is_a_setting_that_reaches_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert worker_options(load_settings()).drain_timeout == 10.0
+    monkeypatch.setenv("SITESYNC_DRAIN_TIMEOUT", "2.5")
+    assert worker_options(load_settings()).drain_timeout == 2.5
+    with pytest.raises(ConfigError, match="drain_timeout"):
+        load_settings(drain_timeout=0)

@@ -195,7 +195,9 @@ def crawl_and_report(
     stop_signals = frozenset() if worker else STOP_ON_CTRL_C
     count = 0 if worker else process_count(settings) - 1
     # Before the store is opened and the event loop runs: see Helpers.
-    helpers = Helpers.fork(count, functools.partial(_crawl_as_helper, settings))
+    helpers = Helpers.fork(
+        count, functools.partial(_crawl_as_helper, settings), drain_timeout=settings.drain_timeout
+    )
     try:
         run = asyncio.run(
             _crawl(

@@ -24,7 +24,7 @@ class WorkerOptions:
     report_interval: float = 0.05
     poll_interval: float = 0.5
     status_poll: float = setting_default("status_poll_seconds")  # reads of the run's status
-    drain_timeout: float = 10.0  # run left "running" elsewhere: let in-flight fetches finish
+    drain_timeout: float = setting_default("drain_timeout")  # leaving: fetches may finish
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     respect_robots: bool = setting_default("respect_robots")
     robots_recheck_seconds: float = setting_default("robots_recheck_seconds")

@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 
-#: How long a helper may take to leave (its fetches under way finish within 10 s).
-LEAVE_SECONDS = 30.0
+#: How long a helper may take to leave beyond ``drain_timeout`` (its last reports, its
+#: claims handed back).
+LEAVE_MARGIN_SECONDS = 20.0
 
 #: What a foreground ``sitesync crawl`` sends its helpers when it is done (the run ended, or
 #: it left): they leave as on SIGTERM, at once and without a word to the terminal.
@@ -84,16 +85,17 @@ class Helpers:
     output is the foreground's to give: only their warnings and errors reach the terminal.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, leave_seconds: float) -> None:
+        self.leave_seconds = leave_seconds  # told to go, how long each may take to leave
         self.run_id: int | None = None  # once told
         self._pids: list[int] = []
         self._pipes: list[int] = []  # the write end of each helper's pipe, until told
 
     @classmethod
-    def fork(cls, count: int, crawl_run: Callable[[int], int]) -> Helpers:
+    def fork(cls, count: int, crawl_run: Callable[[int], int], *, drain_timeout: float) -> Helpers:
         """Fork ``count`` helpers; each runs ``crawl_run(run_id)`` once told the run, and
-        exits with what it returns."""
-        helpers = cls()
+        exits with what it returns (told to go, within ``drain_timeout`` and a margin)."""
+        helpers = cls(drain_timeout + LEAVE_MARGIN_SECONDS)
         parent = os.getpid()
         sys.stdout.flush()  # what is buffered now is the foreground's to print, once
         sys.stderr.flush()
@@ -133,11 +135,11 @@ class Helpers:
         self._signal(FOREGROUND_DONE)
         codes = []
         for pid in self._pids:
-            code = _wait(pid, LEAVE_SECONDS)
+            code = _wait(pid, self.leave_seconds)
             if code is None:
                 # Slow to leave: SIGTERM (a second one ends it at once), then force.
                 _kill(pid, signal.SIGTERM)
-                code = _wait(pid, LEAVE_SECONDS)
+                code = _wait(pid, self.leave_seconds)
             if code is None:
                 _kill(pid, signal.SIGKILL)
                 code = _reap(pid)

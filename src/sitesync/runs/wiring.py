@@ -57,6 +57,7 @@ def worker_options(settings: Settings) -> WorkerOptions:
         max_retry_after=settings.max_retry_after,
         heartbeat_seconds=settings.heartbeat_seconds,
         status_poll=settings.status_poll_seconds,
+        drain_timeout=settings.drain_timeout,
         claim_seconds=settings.claim_seconds,
         claim_safety=settings.total_timeout + 1,
         max_claims_per_worker=settings.max_claims_per_worker,
