@@ -23,6 +23,7 @@ import contextlib
 import functools
 import os
 import random
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeAlias, TypeVar
@@ -200,6 +201,12 @@ async def require_run(conn: Conn, run_id: int) -> Run:
     if run is None:
         raise RunNotFound(f"no run with id {run_id}")
     return run
+
+
+def new_create_token() -> str:
+    """A name for the run one ``create_run`` or ``start_scan`` call makes: its transaction,
+    replayed after a lost acknowledgement, finds that run instead of making a second."""
+    return secrets.token_hex(16)
 
 
 def describe(dsn: str) -> str:

@@ -16,7 +16,16 @@ from psycopg.types.json import Jsonb
 from sitesync.errors import ScanConflict, StoreError
 from sitesync.models import Run, RunConfig, ScanSummary
 from sitesync.store._plain import PlainRegistry
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, hold_run, one, read_run
+from sitesync.store.postgres._db import (
+    Conn,
+    PostgresDb,
+    Q,
+    every,
+    hold_run,
+    new_create_token,
+    one,
+    read_run,
+)
 from sitesync.store.rules import lifecycle_changes
 
 _ONE_ACTIVE_PER_SCOPE = "runs_one_active_per_scope"
@@ -42,7 +51,12 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
     # -- scans ----------------------------------------------------------------------------
 
     async def start_scan(self, scope: str, config: RunConfig) -> Run:
-        params = {"scope": scope, "config": Jsonb(config.to_json()), "now": self._db.clock()}
+        params = {
+            "scope": scope,
+            "config": Jsonb(config.to_json()),
+            "now": self._db.clock(),
+            "create_token": new_create_token(),  # this call's, whatever its attempts
+        }
 
         async def work(conn: Conn) -> Run:
             for _ in range(_CONFLICT_ATTEMPTS):
@@ -52,6 +66,11 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
                     async with conn.transaction():
                         row = await one(conn, "insert_scan_run", params)
                 except errors.UniqueViolation as exc:
+                    made = await one(conn, "select_run_by_create_token", params)
+                    if made is not None:  # by the first attempt, whose ack was lost
+                        run = await read_run(conn, made["id"])
+                        assert run is not None
+                        return run
                     if exc.diag.constraint_name != _ONE_ACTIVE_PER_SCOPE:
                         raise
                     # READ COMMITTED: this statement sees the run that won the index entry.

@@ -28,8 +28,8 @@ SELECT * FROM domains
 -- name: insert_scan_run
 -- runs_one_active_per_scope makes this fail while the scope has a queued, running or
 -- paused run: the conflict check and the insert are one atomic step.
-INSERT INTO runs (status, config, created_at, last_activity_at, scope)
-VALUES ('queued', %(config)s, %(now)s, %(now)s, %(scope)s)
+INSERT INTO runs (status, config, created_at, last_activity_at, scope, create_token)
+VALUES ('queued', %(config)s, %(now)s, %(now)s, %(scope)s, %(create_token)s)
 RETURNING id;
 
 -- name: select_active_scan

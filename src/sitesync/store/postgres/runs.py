@@ -14,21 +14,34 @@ from psycopg.types.json import Jsonb
 from sitesync.models import Domain, Run, RunConfig, RunStatus
 from sitesync.store._plain import PlainRuns
 from sitesync.store.postgres import budget
-from sitesync.store.postgres._db import Conn, PostgresDb, one, read_run, require_run
+from sitesync.store.postgres._db import (
+    Conn,
+    PostgresDb,
+    new_create_token,
+    one,
+    read_run,
+    require_run,
+)
 from sitesync.store.postgres._rows import domain_from_row
 from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
 
 
 class PostgresRuns(PlainRuns[PostgresDb]):
     async def create_run(self, config: RunConfig) -> Run:
+        token = new_create_token()  # this call's, whatever its attempts
+
         async def work(conn: Conn) -> Run:
             params = {
                 "status": RunStatus.QUEUED.value,
                 "config": Jsonb(config.to_json()),
                 "now": self._db.clock(),
+                "create_token": token,
             }
             row = await one(conn, "insert_run", params)
-            assert row is not None  # INSERT ... RETURNING always yields the row
+            if row is None:  # the first attempt committed; its acknowledgement was lost
+                made = await one(conn, "select_run_by_create_token", params)
+                assert made is not None  # the conflict was on this very token
+                return await _read(conn, made["id"])
             if config.max_pages is not None:
                 await budget.create(conn, row["id"], config.max_pages)
             return await _read(conn, row["id"])

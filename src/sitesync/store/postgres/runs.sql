@@ -2,9 +2,15 @@
 -- SQLite store's wherever both backends have the query, so the files read side by side.
 
 -- name: insert_run
-INSERT INTO runs (status, config, created_at, last_activity_at)
-VALUES (%(status)s, %(config)s, %(now)s, %(now)s)
+-- No row back: a run with this call's create_token exists, made by the first attempt of
+-- this transaction (its commit's acknowledgement was lost).
+INSERT INTO runs (status, config, created_at, last_activity_at, create_token)
+VALUES (%(status)s, %(config)s, %(now)s, %(now)s, %(create_token)s)
+ON CONFLICT (create_token) DO NOTHING
 RETURNING id;
+
+-- name: select_run_by_create_token
+SELECT id FROM runs WHERE create_token = %(create_token)s;
 
 -- name: select_run
 -- Reads of a run go through run_view: its counters are the sum of its host rows.

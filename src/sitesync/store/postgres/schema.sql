@@ -305,3 +305,8 @@ CREATE TABLE run_admission_budget (
     remaining bigint   NOT NULL CHECK (remaining >= 0),
     PRIMARY KEY (run_id, slot)
 );
+
+-- A run is created once, however often its creating transaction is replayed (migration
+-- 0013): the token of the create_run or start_scan call that made it.
+ALTER TABLE runs ADD COLUMN create_token text;
+CREATE UNIQUE INDEX runs_create_token ON runs (create_token);
