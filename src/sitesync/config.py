@@ -149,7 +149,9 @@ class Settings(BaseSettings):
     locked out after it is retried within ``store_retry_seconds``."""
 
     in_flight_limit: int = Field(0, ge=0)
-    """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 2 x concurrency."""
+    """Tasks a worker holds at once (leased, fetching or awaiting commit); 0 = 4 x concurrency.
+    A reported task is held until its batch commits, so fewer would leave fetch slots idle
+    on a fast site; more is what a kill -9 may fetch twice."""
 
     fetcher: Literal["http", "browser", "null"] = "http"
     """How pages are fetched: ``http`` (aiohttp), ``browser`` (the system Chromium through

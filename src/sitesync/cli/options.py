@@ -85,7 +85,7 @@ FLAGS: dict[str, Flag] = {
         Flag("worker_id_header", ("--worker-id-header/--no-worker-id-header",), bool,
              "Send X-Sitesync-Worker with every request."),
         Flag("in_flight_limit", ("--in-flight-limit",), int,
-             "Tasks held at once; 0 = 2 x concurrency."),
+             "Tasks held at once; 0 = 4 x concurrency."),
         Flag("user_agent", ("--user-agent",), str, "User-Agent header.",
              unset="sitesync/0.1 (+CONTACT)"),
         Flag("contact", ("--contact",), str,

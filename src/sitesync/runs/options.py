@@ -19,7 +19,7 @@ class WorkerOptions:
     # asked: Settings turn it on for crawls; a bare worker (tests, embedding) keeps a fixed pace.
     adaptive: PaceSettings = field(default_factory=lambda: PaceSettings(enabled=False))
     lease_seconds: float = setting_default("lease_seconds")
-    in_flight_limit: int = setting_default("in_flight_limit")  # 0 = twice the concurrency
+    in_flight_limit: int = setting_default("in_flight_limit")  # 0 = 4 x the concurrency
     report_batch: int = 256
     report_interval: float = 0.05
     poll_interval: float = 0.5
@@ -50,7 +50,9 @@ class WorkerOptions:
 
     @property
     def held_limit(self) -> int:
-        return self.in_flight_limit or 2 * self.concurrency
+        # Four times: on a fast site half of what is held waits for its report batch to
+        # commit (report_interval); at twice, the slots ran dry meanwhile (benchmarks/README).
+        return self.in_flight_limit or 4 * self.concurrency
 
     @property
     def held_per_host(self) -> int:
