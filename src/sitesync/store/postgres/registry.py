@@ -66,11 +66,6 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
                     async with conn.transaction():
                         row = await one(conn, "insert_scan_run", params)
                 except errors.UniqueViolation as exc:
-                    made = await one(conn, "select_run_by_create_token", params)
-                    if made is not None:  # by the first attempt, whose ack was lost
-                        run = await read_run(conn, made["id"])
-                        assert run is not None
-                        return run
                     if exc.diag.constraint_name != _ONE_ACTIVE_PER_SCOPE:
                         raise
                     # READ COMMITTED: this statement sees the run that won the index entry.
@@ -78,9 +73,11 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
                     if active is not None:
                         raise ScanConflict(scope, active["id"]) from None
                     continue
-                assert row is not None  # INSERT ... RETURNING always yields the row
+                if row is None:  # the first attempt committed; its acknowledgement was lost
+                    row = await one(conn, "select_run_by_create_token", params)
+                    assert row is not None  # the conflict was on this very token
                 run = await read_run(conn, row["id"])
-                assert run is not None  # inserted by this transaction
+                assert run is not None  # inserted by this transaction, or its first attempt
                 return run
             raise StoreError(
                 f"scope {scope!r}: could not start a scan (its active run kept changing)"

@@ -27,9 +27,13 @@ SELECT * FROM domains
 
 -- name: insert_scan_run
 -- runs_one_active_per_scope makes this fail while the scope has a queued, running or
--- paused run: the conflict check and the insert are one atomic step.
+-- paused run: the conflict check and the insert are one atomic step. No row back: this
+-- call's create_token is taken, by its own first attempt (as insert_run). The token is
+-- the ON CONFLICT arbiter, checked before the insert: a replay finds its run, not a
+-- conflict with it.
 INSERT INTO runs (status, config, created_at, last_activity_at, scope, create_token)
 VALUES ('queued', %(config)s, %(now)s, %(now)s, %(scope)s, %(create_token)s)
+ON CONFLICT (create_token) DO NOTHING
 RETURNING id;
 
 -- name: select_active_scan
