@@ -14,9 +14,8 @@ host answered. The adapted delay is never below the configured delay or the Craw
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sitesync.fetch.adaptive import HostPace, LearnedPace, PaceSettings
@@ -143,6 +142,31 @@ class HostLimiter:
         state = self._host(host)
         state.paused_until = max(state.paused_until, until)
 
+    def soonest(self, hosts: Iterable[str], busy: Mapping[str, int]) -> str | None:
+        """Of ``hosts``, the one with a free request slot (``busy``: requests under way or
+        handed out per host) whose next request may start soonest; None if all are full.
+
+        Asked before every fetch with every host that has work waiting: one pass, no
+        per-host method calls beyond the pace's own.
+        """
+        best: str | None = None
+        best_start = 0.0
+        states = self._hosts
+        for host in hosts:
+            state = states.get(host)
+            if state is None:  # never asked: no cap below the setting, no spacing to keep
+                cap, start = self.concurrency, 0.0
+            else:
+                cap = state.pace.concurrency()  # adaptive: may be below the setting
+                start = max(state.last_start, state.last_end) + state.pace.delay()
+                if start < 0.0:  # never started here (-inf): as good as a host never asked
+                    start = 0.0
+            if cap > 0 and busy.get(host, 0) >= cap:
+                continue
+            if best is None or start < best_start:
+                best, best_start = host, start
+        return best
+
     def next_start(self, host: str) -> float:
         """Monotonic time the host's next request may start (0: any time)."""
         state = self._hosts.get(host)
@@ -163,19 +187,18 @@ class HostLimiter:
         horizon = self._clock() + longer_than
         return [name for name, state in self._hosts.items() if state.paused_until > horizon]
 
-    @contextlib.asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[Turn]:
+    def slot(self, host: str) -> Slot:
+        """``async with limiter.slot(host) as turn``: the host's turn for one request."""
+        return Slot(self, host)
+
+    async def _take_turn(self, host: str) -> tuple[Turn, _Host | None]:
+        """Wait for ``host``'s next turn and count the request as under way on it; the
+        host's state, or None for a host with no pacing to keep (counted apart)."""
         fixed = not self.adaptive.enabled and self.concurrency <= 0 and self.delay <= 0
         if fixed and host not in self._hosts:
             # No pacing to keep, but still counted: a claim refresh keeps a busy host.
             self._unpaced[host] = self._unpaced.get(host, 0) + 1
-            try:
-                yield Turn(host, self._clock(), None)
-            finally:
-                left = self._unpaced.pop(host) - 1
-                if left:
-                    self._unpaced[host] = left
-            return
+            return Turn(host, self._clock(), None), None
         state = self._host(host)
         # The lock makes waiters take their turns in order, each one delay apart.
         async with state.lock:
@@ -196,9 +219,34 @@ class HostLimiter:
             state.last_start = time.monotonic()
             state.in_flight += 1
             started = state.pace.started()
-        try:
-            yield Turn(host, started, state.pace)
-        finally:
-            state.in_flight -= 1
-            state.last_end = time.monotonic()
-            state.ended.set()
+        return Turn(host, started, state.pace), state
+
+    def _end_turn(self, host: str, state: _Host | None) -> None:
+        if state is None:
+            left = self._unpaced.pop(host) - 1
+            if left:
+                self._unpaced[host] = left
+            return
+        state.in_flight -= 1
+        state.last_end = time.monotonic()
+        state.ended.set()
+
+
+class Slot:
+    """:meth:`HostLimiter.slot`: a class rather than an ``asynccontextmanager`` because it
+    is entered once for every request of a crawl, and an async generator costs about twice
+    as much (a generator, a finalizer hook and a weak reference each time)."""
+
+    __slots__ = ("_host", "_limiter", "_state")
+
+    def __init__(self, limiter: HostLimiter, host: str) -> None:
+        self._limiter = limiter
+        self._host = host
+        self._state: _Host | None = None
+
+    async def __aenter__(self) -> Turn:
+        turn, self._state = await self._limiter._take_turn(self._host)
+        return turn
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._limiter._end_turn(self._host, self._state)

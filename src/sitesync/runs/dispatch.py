@@ -52,15 +52,7 @@ class HostDispatcher:
         self._changed.set()
 
     def _pick(self) -> Lease | None:
-        best: str | None = None
-        best_start = 0.0
-        for host, queue in self._waiting.items():
-            cap = self._limiter.concurrency_of(host)  # adaptive: may be below the setting
-            if not queue or (cap > 0 and self._busy[host] >= cap):
-                continue
-            start = self._limiter.next_start(host)
-            if best is None or start < best_start:
-                best, best_start = host, start
+        best = self._limiter.soonest(self._waiting, self._busy)
         if best is None:
             return None
         queue = self._waiting[best]

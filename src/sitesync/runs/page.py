@@ -6,9 +6,9 @@ host asked us to back off before we even tried), never in an exception.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -289,19 +289,19 @@ class PageAttempts:
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,
                           outcome=FetchOutcome.BLOCKED)  # fmt: skip
 
-    @contextlib.asynccontextmanager
-    async def _turn(self, host: str, lease: Lease) -> AsyncIterator[Turn]:
-        """The host's politeness slot, checked against a pause right before the request
-        starts (the wait for a turn can outlast the pause by a whole delay)."""
-        async with self.limiter.slot(host) as turn:
-            if self.halted():
-                raise Halted
-            # Counted as under way on the host from here (a refresh keeps the host): the
-            # last word is the claim's, in case a refresh was letting the host go.
-            if not await self.claims.confirm(host):
-                raise ClaimLost
-            self.under_way.add(lease.task_id)
-            yield turn
+    def _turn(self, host: str, lease: Lease) -> PageTurn:
+        return PageTurn(self, host, lease)
+
+    async def _may_start(self, host: str, lease: Lease) -> None:
+        """Checked with the host's turn in hand, right before the request starts: the wait
+        for a turn can outlast a pause by a whole delay."""
+        if self.halted():
+            raise Halted
+        # Counted as under way on the host from here (a refresh keeps the host): the
+        # last word is the claim's, in case a refresh was letting the host go.
+        if not await self.claims.confirm(host):
+            raise ClaimLost
+        self.under_way.add(lease.task_id)
 
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         assert self.sitemaps is not None
@@ -315,24 +315,25 @@ class PageAttempts:
         self, lease: Lease, result: FetchResult, text: str | None
     ) -> tuple[TaskReport, list[str]]:
         """The report of a fetch, and the links found in it (normalized, before scoping)."""
-        base = TaskReport(
+        # Built in one go on the common path (a page a report, and a report a few fields).
+        base = functools.partial(
+            TaskReport,
             lease=lease,
-            ok=False,
             http_status=result.status,
             outcome=result.outcome,
             final_url=result.final_url if result.final_url != lease.url else None,
             redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
         )
         if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
-            return replace(base, ok=True), []
+            return base(ok=True), []
         if result.retryable:
             delay = self.retry.delay(lease.attempt_count)
             if result.retry_after is not None:
                 delay = max(delay, min(result.retry_after, self.max_retry_after))
-            return replace(base, error=describe(result), retry_delay=delay), []
+            return base(ok=False, error=describe(result), retry_delay=delay), []
         if result.status == 0:
             # No response and nothing transient about it (redirect loop, bad URL, ...).
-            return replace(base, error=describe(result), give_up=True), []
+            return base(ok=False, error=describe(result), give_up=True), []
         discovered: tuple[NewTask, ...] = ()
         links: list[str] = []
         if result.outcome is FetchOutcome.SUCCESS and text is not None:
@@ -340,22 +341,21 @@ class PageAttempts:
             discovered = tuple(
                 self.frontier.candidates(links, depth=lease.depth + 1, found_from=lease.task_id)
             )
-        report = replace(
-            base,
-            ok=True,
-            bytes_fetched=len(result.body),
-            discovered=discovered,
-            error=None if result.outcome is FetchOutcome.SUCCESS else describe(result),
-        )
-        if result.outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
+        outcome = result.outcome
+        error = None if outcome is FetchOutcome.SUCCESS else describe(result)
+        if outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
             # Recorded as what happened, not as a success: the links (almost always ASCII)
             # are still followed, read with replacement characters.
             charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
-            report = replace(
-                report,
-                outcome=FetchOutcome.UNDECODABLE,
-                error=f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}",
-            )
+            outcome = FetchOutcome.UNDECODABLE
+            error = f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}"
+        report = base(
+            ok=True,
+            outcome=outcome,
+            bytes_fetched=len(result.body),
+            discovered=discovered,
+            error=error,
+        )
         return report, links
 
     def _links(self, text: str, result: FetchResult) -> PageLinks:
@@ -371,3 +371,29 @@ def describe(result: FetchResult) -> str:
     if result.error:
         return f"{result.outcome.value}: {safe_text(result.error)}"
     return f"{result.outcome.value}: HTTP {result.status}"
+
+
+class PageTurn:
+    """:meth:`PageAttempts._turn`: the host's politeness slot, and the checks that must pass
+    once it is in hand. A class, not an ``asynccontextmanager``, for the reason
+    :class:`~sitesync.fetch.politeness.Slot` is: it is entered for every request."""
+
+    __slots__ = ("_attempts", "_host", "_lease", "_slot")
+
+    def __init__(self, attempts: PageAttempts, host: str, lease: Lease) -> None:
+        self._attempts = attempts
+        self._host = host
+        self._lease = lease
+        self._slot = attempts.limiter.slot(host)
+
+    async def __aenter__(self) -> Turn:
+        turn = await self._slot.__aenter__()
+        try:
+            await self._attempts._may_start(self._host, self._lease)
+        except BaseException:
+            await self._slot.__aexit__(None, None, None)
+            raise
+        return turn
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._slot.__aexit__(*exc_info)
