@@ -1,0 +1,73 @@
+"""The dispatcher hands a fetch slot a lease of a host that may take a request now, the host
+that may start soonest first; a host's turn is given back however the request ends."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from sitesync.fetch.politeness import HostLimiter
+from sitesync.models import Lease
+from sitesync.runs.dispatch import HostDispatcher
+
+
+def lease(task_id: int, host: str) -> Lease:
+    return Lease(
+        task_id=task_id, run_id=1, url=f"http://{host}/{task_id}", host=host, depth=1,
+        attempt_count=0, token=1, expires_at=0.0,
+    )  # fmt: skip
+
+
+async def test_a_host_at_its_cap_waits_while_another_host_is_served() -> None:
+    dispatcher = HostDispatcher(HostLimiter(concurrency=1, delay=0))
+    for task_id, host in [(1, "a.test"), (2, "a.test"), (3, "b.test")]:
+        dispatcher.put(lease(task_id, host))
+
+    first = await dispatcher.get()
+    second = await dispatcher.get()
+    assert (first.task_id, second.task_id) == (1, 3)  # a.test is at its cap of 1
+
+    waiting = asyncio.ensure_future(dispatcher.get())
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # only a.test has work, and it is busy
+    dispatcher.done("a.test")
+    assert (await asyncio.wait_for(waiting, 1)).task_id == 2
+
+
+async def test_the_host_that_may_start_soonest_goes_first() -> None:
+    limiter = HostLimiter(concurrency=2, delay=30)
+    async with limiter.slot("a.test"):
+        pass  # a.test's next request is due 30 s from now; b.test's at once
+    dispatcher = HostDispatcher(limiter)
+    dispatcher.put(lease(1, "a.test"))
+    dispatcher.put(lease(2, "b.test"))
+    assert (await dispatcher.get()).host == "b.test"
+    assert (await dispatcher.get()).host == "a.test"  # still handed out: its slot waits
+
+
+async def test_a_turn_is_given_back_when_its_request_fails() -> None:
+    limiter = HostLimiter(concurrency=1, delay=0)
+    with pytest.raises(RuntimeError):
+        async with limiter.slot("a.test"):
+            assert limiter.busy_hosts() == ["a.test"]
+            raise RuntimeError("the fetch failed")
+    assert limiter.busy_hosts() == []
+    async with asyncio.timeout(1):  # the cap of 1 is free again
+        async with limiter.slot("a.test"):
+            pass
+
+
+async def test_a_request_cancelled_while_waiting_for_its_turn_takes_none() -> None:
+    limiter = HostLimiter(concurrency=1, delay=0)
+    async with limiter.slot("a.test"):
+        waiter = asyncio.ensure_future(limiter.slot("a.test").__aenter__())
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiter
+    assert limiter.busy_hosts() == []
+    async with asyncio.timeout(1):
+        async with limiter.slot("a.test"):
+            assert limiter.busy_hosts() == ["a.test"]
