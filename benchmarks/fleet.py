@@ -32,6 +32,7 @@ from typing import Any
 import fleet_report
 import workers
 from fleet_crawl import fleet, throughput
+from fleet_floor import insert_floor
 from fleet_stats import pending_sizes
 from fleet_store import acquire_latency, lifecycles
 from workers import DEFAULT_PG, check_postgres, fresh_store
@@ -149,10 +150,32 @@ def run_lifecycles(args: argparse.Namespace, backends: list[str], tmp: Path) -> 
         except Exception as exc:
             r = {"backend": backend, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         r["load_before"], r["load_after"] = load, os.getloadavg()[0]
-        results.append(r)
         rate = r.get("lifecycles_per_second")
         print(f"[lifecycles-{backend}] {f'{rate:.0f}/s' if rate else r['error']}", flush=True)
+        r["floor"] = run_floor(args, backend, tmp)
+        results.append(r)
     return results
+
+
+def run_floor(args: argparse.Namespace, backend: str, tmp: Path) -> dict[str, Any]:
+    """The same rows written by hand in plain SQL (fleet_floor.py): the database's share."""
+    try:
+        with fresh_store(backend, tmp, args.pg_dsn) as db:
+            coro = insert_floor(
+                db,
+                backend=backend,
+                tasks=args.lifecycle_tasks,
+                links=args.links,
+                hosts=args.lifecycle_hosts,
+                acquire_batch=args.acquire_batch,
+                report_batch=args.report_batch,
+            )
+            floor = asdict(asyncio.run(asyncio.wait_for(coro, args.timeout)))
+    except Exception as exc:
+        floor = {"backend": backend, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    rate = floor.get("lifecycles_per_second")
+    print(f"[floor-{backend}] {f'{rate:.0f}/s' if rate else floor['error']}", flush=True)
+    return floor
 
 
 def run_latency(args: argparse.Namespace, backends: list[str], tmp: Path) -> list[Any]:

@@ -27,6 +27,8 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
         "tasks",
         "links",
         "lifecycles/s",
+        "floor/s",
+        "of floor",
         "acq+rep/s",
         "admit s",
         "claim s",
@@ -42,12 +44,16 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
         tasks = r.get("tasks") or 0
         stmts = r.get("statements") or {}
         sent = stmts.get("execute", 0) + stmts.get("executemany", 0)
+        rate, floor = r.get("lifecycles_per_second"), (r.get("floor") or {})
+        floor_rate = floor.get("lifecycles_per_second") if floor.get("ok") else None
         out.append(
             [
                 r["backend"],
                 tasks,
                 r.get("links_per_task"),
-                fmt(r.get("lifecycles_per_second"), ",.0f"),
+                fmt(rate, ",.0f"),
+                fmt(floor_rate, ",.0f"),
+                fmt(rate / floor_rate if rate and floor_rate else None, ".0%"),
                 fmt(r.get("acquire_report_per_second"), ",.0f"),
                 fmt(r.get("admit_seconds"), ".2f"),
                 fmt(r.get("claim_seconds"), ".3f"),
@@ -59,7 +65,11 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
                 _check(r),
             ]
         )
-    return "store lifecycles (add_tasks + acquire + report, in-process)\n" + table(headers, out)
+    title = (
+        "store lifecycles (add_tasks + acquire + report, in-process); floor: the same rows"
+        " in plain SQL, same schema and transactions (fleet_floor.py)\n"
+    )
+    return title + table(headers, out)
 
 
 def latency(rows: list[dict[str, Any]]) -> str:
