@@ -21,6 +21,10 @@ from sitesync.runs.page import DEFER_AFTER_SECONDS
 from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
+#: A worker holding nothing looks for work again after this, then twice as long each
+#: time up to ``poll_interval``.
+FIRST_IDLE_WAIT = 0.05
+
 log = logging.getLogger(__name__)
 
 
@@ -47,6 +51,8 @@ class LeaseFeeder:
         self._held: Counter[str] = Counter()
         self._held_total = 0
         self._room = asyncio.Event()
+        self._first_idle_wait = min(FIRST_IDLE_WAIT, options.poll_interval)
+        self._idle_wait = self._first_idle_wait  # doubles while there is nothing to lease
 
     async def feed(self) -> None:
         options = self.options
@@ -68,9 +74,13 @@ class LeaseFeeder:
                     self._held_total += 1
                     self.queue.put(lease)
                 if leases:
+                    self._idle_wait = self._first_idle_wait
                     continue
                 # Nothing from the hosts we hold: maybe new hosts have work, or ours ran dry.
+                held_before = set(self.claims.hosts)
                 await self.claims.refresh()
+                if not set(self.claims.hosts) <= held_before:
+                    continue  # hosts new to this worker: lease from them at once
                 if self._held_total == 0:
                     await self._wait_for_work()
                     continue
@@ -118,10 +128,14 @@ class LeaseFeeder:
             if await self.store.complete_if_drained(self.run_id):
                 self.ending.finish(WorkerExit.DRAINED)
             return
-        # Pending tasks waiting for a retry time, or tasks leased by someone else whose
-        # leases may yet expire: look again soon.
-        wait = self.options.poll_interval
+        # Pending tasks waiting for a retry time, tasks on hosts other workers hold, or
+        # tasks leased by someone else (which may discover more, or whose leases may yet
+        # expire): look again, sooner at first (a worker joining a run gets its share soon
+        # after the others let go of their surplus), then less often (idle workers at a
+        # run's tail once asked the store 90 times a second each).
+        wait = self._idle_wait
+        self._idle_wait = min(self._idle_wait * 2, self.options.poll_interval)
         next_at = await self.store.next_eligible_at(self.run_id)
-        if next_at is not None:
+        if next_at is not None and next_at > self.store.now():  # a retry time: wake for it
             wait = min(wait, max(0.01, next_at - self.store.now()))
         await asyncio.sleep(wait)
