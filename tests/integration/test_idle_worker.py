@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from sitesync.fetch.politeness import HostLimiter
-from sitesync.models import ClaimGrant, Lease
+from sitesync.models import ClaimGrant, Lease, Run
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.ending import Ending
 from sitesync.runs.feeder import LeaseFeeder
@@ -28,7 +28,7 @@ class Watched:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self.looks: list[float] = []  # next_eligible_at: the idle worker's "anything yet?"
+        self.looks: list[float] = []  # get_run: an idle worker's "done, or anything yet?"
         self.granted_at: float | None = None  # the first refresh that gave hosts
         self.leased_at: float | None = None  # the first acquire that gave leases
         self.leased = asyncio.Event()
@@ -36,9 +36,12 @@ class Watched:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def next_eligible_at(self, run_id: int) -> float | None:
+    async def get_run(self, run_id: int) -> Run:
         self.looks.append(time.monotonic())
-        return await self._store.next_eligible_at(run_id)
+        return await self._store.get_run(run_id)
+
+    async def next_eligible_at(self, run_id: int) -> float | None:
+        raise AssertionError("reads every pending task of the run: not for a waiting worker")
 
     async def claim_hosts(self, *args: Any, **kwargs: Any) -> ClaimGrant:
         grant = await self._store.claim_hosts(*args, **kwargs)
