@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import functools
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -131,51 +133,42 @@ def run_lifecycles(args: argparse.Namespace, backends: list[str], tmp: Path) -> 
         f"{args.links} links each, acquire {args.acquire_batch}, report {args.report_batch}",
         flush=True,
     )
+    sizes = {
+        "tasks": args.lifecycle_tasks, "links": args.links, "hosts": args.lifecycle_hosts,
+        "acquire_batch": args.acquire_batch, "report_batch": args.report_batch,
+    }  # fmt: skip
     results = []
     for backend in backends:
         load = os.getloadavg()[0]
-        try:
-            with fresh_store(backend, tmp, args.pg_dsn) as db:
-                coro = lifecycles(
-                    db,
-                    backend=backend,
-                    tasks=args.lifecycle_tasks,
-                    links=args.links,
-                    hosts=args.lifecycle_hosts,
-                    acquire_batch=args.acquire_batch,
-                    report_batch=args.report_batch,
-                    count=backend == "postgres",
-                )
-                r = asdict(asyncio.run(asyncio.wait_for(coro, args.timeout)))
-        except Exception as exc:
-            r = {"backend": backend, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        measure = functools.partial(
+            lifecycles, backend=backend, count=backend == "postgres", **sizes
+        )
+        r = in_fresh_store(args, backend, tmp, measure)
         r["load_before"], r["load_after"] = load, os.getloadavg()[0]
         rate = r.get("lifecycles_per_second")
         print(f"[lifecycles-{backend}] {f'{rate:.0f}/s' if rate else r['error']}", flush=True)
-        r["floor"] = run_floor(args, backend, tmp)
+        # The same rows written by hand in plain SQL (fleet_floor.py): the database's share.
+        floor = in_fresh_store(args, backend, tmp, functools.partial(insert_floor, **sizes))
+        rate = floor.get("lifecycles_per_second")
+        print(f"[floor-{backend}] {f'{rate:.0f}/s' if rate else floor['error']}", flush=True)
+        r["floor"] = floor
         results.append(r)
     return results
 
 
-def run_floor(args: argparse.Namespace, backend: str, tmp: Path) -> dict[str, Any]:
-    """The same rows written by hand in plain SQL (fleet_floor.py): the database's share."""
+def in_fresh_store(
+    args: argparse.Namespace,
+    backend: str,
+    tmp: Path,
+    measure: Callable[[str], Coroutine[Any, Any, Any]],
+) -> dict[str, Any]:
+    """``measure(db)`` on a fresh store of ``backend``, as a dict (its dataclass); a failure
+    as ``ok`` False and the error, so that one step's failure does not end the run."""
     try:
         with fresh_store(backend, tmp, args.pg_dsn) as db:
-            coro = insert_floor(
-                db,
-                backend=backend,
-                tasks=args.lifecycle_tasks,
-                links=args.links,
-                hosts=args.lifecycle_hosts,
-                acquire_batch=args.acquire_batch,
-                report_batch=args.report_batch,
-            )
-            floor = asdict(asyncio.run(asyncio.wait_for(coro, args.timeout)))
+            return asdict(asyncio.run(asyncio.wait_for(measure(db), args.timeout)))
     except Exception as exc:
-        floor = {"backend": backend, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    rate = floor.get("lifecycles_per_second")
-    print(f"[floor-{backend}] {f'{rate:.0f}/s' if rate else floor['error']}", flush=True)
-    return floor
+        return {"backend": backend, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def run_latency(args: argparse.Namespace, backends: list[str], tmp: Path) -> list[Any]:
