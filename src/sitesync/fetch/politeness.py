@@ -146,8 +146,8 @@ class HostLimiter:
         """Of ``hosts``, the one with a free request slot (``busy``: requests under way or
         handed out per host) whose next request may start soonest; None if all are full.
 
-        Asked before every fetch with every host that has work waiting: one pass, no
-        per-host method calls beyond the pace's own.
+        Asked before every fetch with every host that has work waiting: one pass over the
+        limiter's own state, not two lookups through its methods per host.
         """
         best: str | None = None
         best_start = 0.0
@@ -158,9 +158,7 @@ class HostLimiter:
                 cap, start = self.concurrency, 0.0
             else:
                 cap = state.pace.concurrency()  # adaptive: may be below the setting
-                start = max(state.last_start, state.last_end) + state.pace.delay()
-                if start < 0.0:  # never started here (-inf): as good as a host never asked
-                    start = 0.0
+                start = max(0.0, state.due())  # as next_start: -inf (never started) is 0
             if cap > 0 and busy.get(host, 0) >= cap:
                 continue
             if best is None or start < best_start:
