@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from fleet_store import running_run
+from fleet_store import host_tasks, running_run
 
 from sitesync.store import open_store
 
@@ -39,10 +39,10 @@ class FloorResult:
 
 
 def _plan(tasks: int, links: int, hosts: int, report_batch: int) -> tuple[list[Any], list[Any]]:
-    """The initial tasks, and per report batch the discovered (url, host) rows: drawn as
-    ``workers.reports_with_links`` draws them (half known URLs, half new)."""
-    names = [f"h{h}.bench.invalid" for h in range(hosts)]
-    initial = [(f"http://{names[i % hosts]}/p/{i}", names[i % hosts]) for i in range(tasks)]
+    """The initial tasks (the lifecycle step's own, ``host_tasks``), and per report batch the
+    discovered (url, host) rows, drawn as ``workers.reports_with_links`` draws them (half
+    known URLs, half new)."""
+    initial = [(task.url, task.host) for task in host_tasks(0, tasks, hosts)]
     rng = random.Random(0)
     fresh, batches = 0, []
     for start in range(0, tasks, report_batch):
