@@ -1,0 +1,124 @@
+"""A worker that joins a busy run gets its share of hosts soon, not at the holders' next
+claim refresh (issue 13: four workers started together spent their first 3.4 s waiting
+for the first one to let hosts go).
+
+The holder's upkeep runs for real against a real store of each backend; the refresh
+interval is set far beyond the test's timeout, so only the membership check can make the
+holder let go in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from sitesync.models import ClaimGrant
+from sitesync.runs import upkeep as upkeep_module
+from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.liveness import this_process
+from sitesync.runs.options import WorkerOptions
+from sitesync.runs.upkeep import Upkeep
+from sitesync.store.base import Store
+from tests.contract.test_coordination import HOSTS, claim, join, run_with_hosts
+
+CHECK = 0.02  # seconds between the holder's looks at who works on the run
+
+
+class CountedRefreshes:
+    """A real store that counts the claim refreshes asked of it."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.refreshes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def claim_hosts(self, *args: Any, **kwargs: Any) -> ClaimGrant:
+        self.refreshes += 1
+        return await self._store.claim_hosts(*args, **kwargs)
+
+
+async def _nothing(host: str) -> None:
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _fast_membership_slow_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upkeep_module, "CLAIM_REFRESH_SECONDS", 3600.0)
+    monkeypatch.setattr(upkeep_module, "MEMBERSHIP_CHECK_SECONDS", CHECK)
+
+
+def holder(store: CountedRefreshes, run_id: int, busy: list[str]) -> tuple[ClaimKeeper, Upkeep]:
+    claims = ClaimKeeper(
+        store,  # type: ignore[arg-type]
+        run_id=run_id, worker_id="w1", claim_seconds=30, worker_ttl=30, safety=1,
+        max_hosts=None, on_new_host=_nothing, busy_hosts=lambda: list(busy),
+    )  # fmt: skip
+    keeper = Upkeep(
+        store,  # type: ignore[arg-type]
+        run_id=run_id, worker_id="w1", identity=this_process(),
+        options=WorkerOptions(heartbeat_seconds=3600), claims=claims,
+        on_hosts_changed=lambda: None,
+    )  # fmt: skip
+    return claims, keeper
+
+
+async def until(condition: Any) -> None:
+    """Wait for ``condition`` (5 s at most: the refresh interval alone would take an hour)."""
+    async with asyncio.timeout(5):
+        while not condition():  # noqa: ASYNC110 - the keeper's state has no event to wait on
+            await asyncio.sleep(CHECK / 2)
+
+
+async def test_a_holder_lets_hosts_go_soon_after_a_worker_joins(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    counted = CountedRefreshes(store)
+    claims, keeper = holder(counted, run_id, busy=[])
+    await claims.refresh()
+    assert set(claims.hosts) == set(HOSTS)
+    task = asyncio.create_task(keeper.rebalance_claims())
+    try:
+        await join(store, run_id, "w2")
+        await until(lambda: len(claims.hosts) == 2)
+        assert await claim(store, run_id, "w2") == set(HOSTS) - set(claims.hosts)
+    finally:
+        task.cancel()
+
+
+async def test_a_holder_over_its_share_looks_again_until_its_busy_hosts_drained(
+    store: Store,
+) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    counted = CountedRefreshes(store)
+    busy = list(HOSTS[:3])  # requests under way there: kept through a refresh
+    claims, keeper = holder(counted, run_id, busy)
+    await claims.refresh()
+    task = asyncio.create_task(keeper.rebalance_claims())
+    try:
+        await join(store, run_id, "w2")
+        await until(lambda: claims.surplus != set())  # seen the joiner, kept 3 of 4
+        assert len(claims.hosts) == 3
+        busy.clear()  # the requests ended: no new member, but the surplus goes now
+        await until(lambda: len(claims.hosts) == 2)
+    finally:
+        task.cancel()
+
+
+async def test_nobody_joining_costs_no_refresh(store: Store) -> None:
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    counted = CountedRefreshes(store)
+    claims, keeper = holder(counted, run_id, busy=[])
+    await claims.refresh()
+    task = asyncio.create_task(keeper.rebalance_claims())
+    try:
+        await until(lambda: counted.refreshes == 2)  # the first look: members not known yet
+        await asyncio.sleep(20 * CHECK)
+        assert counted.refreshes == 2
+    finally:
+        task.cancel()
