@@ -10,6 +10,9 @@ holder let go in time.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -51,19 +54,39 @@ def _fast_membership_slow_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(upkeep_module, "MEMBERSHIP_CHECK_SECONDS", CHECK)
 
 
-def holder(store: CountedRefreshes, run_id: int, busy: list[str]) -> tuple[ClaimKeeper, Upkeep]:
+@dataclass
+class Holder:
+    """Worker w1, holding every host of a run, its claims rebalanced by its real upkeep."""
+
+    run_id: int
+    claims: ClaimKeeper
+    store: CountedRefreshes
+
+
+@asynccontextmanager
+async def holding_every_host(store: Store, busy: list[str]) -> AsyncIterator[Holder]:
+    """``busy``: hosts with a request of w1 under way, kept through a refresh."""
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "w1")
+    counted = CountedRefreshes(store)
     claims = ClaimKeeper(
-        store,  # type: ignore[arg-type]
+        counted,  # type: ignore[arg-type]
         run_id=run_id, worker_id="w1", claim_seconds=30, worker_ttl=30, safety=1,
         max_hosts=None, on_new_host=_nothing, busy_hosts=lambda: list(busy),
     )  # fmt: skip
-    keeper = Upkeep(
-        store,  # type: ignore[arg-type]
+    upkeep = Upkeep(
+        counted,  # type: ignore[arg-type]
         run_id=run_id, worker_id="w1", identity=this_process(),
         options=WorkerOptions(heartbeat_seconds=3600), claims=claims,
         on_hosts_changed=lambda: None,
     )  # fmt: skip
-    return claims, keeper
+    await claims.refresh()
+    assert set(claims.hosts) == set(HOSTS)
+    task = asyncio.create_task(upkeep.rebalance_claims())
+    try:
+        yield Holder(run_id, claims, counted)
+    finally:
+        task.cancel()
 
 
 async def until(condition: Any) -> None:
@@ -74,51 +97,26 @@ async def until(condition: Any) -> None:
 
 
 async def test_a_holder_lets_hosts_go_soon_after_a_worker_joins(store: Store) -> None:
-    run_id = await run_with_hosts(store)
-    await join(store, run_id, "w1")
-    counted = CountedRefreshes(store)
-    claims, keeper = holder(counted, run_id, busy=[])
-    await claims.refresh()
-    assert set(claims.hosts) == set(HOSTS)
-    task = asyncio.create_task(keeper.rebalance_claims())
-    try:
-        await join(store, run_id, "w2")
-        await until(lambda: len(claims.hosts) == 2)
-        assert await claim(store, run_id, "w2") == set(HOSTS) - set(claims.hosts)
-    finally:
-        task.cancel()
+    async with holding_every_host(store, busy=[]) as w1:
+        await join(store, w1.run_id, "w2")
+        await until(lambda: len(w1.claims.hosts) == 2)
+        assert await claim(store, w1.run_id, "w2") == set(HOSTS) - set(w1.claims.hosts)
 
 
 async def test_a_holder_over_its_share_looks_again_until_its_busy_hosts_drained(
     store: Store,
 ) -> None:
-    run_id = await run_with_hosts(store)
-    await join(store, run_id, "w1")
-    counted = CountedRefreshes(store)
-    busy = list(HOSTS[:3])  # requests under way there: kept through a refresh
-    claims, keeper = holder(counted, run_id, busy)
-    await claims.refresh()
-    task = asyncio.create_task(keeper.rebalance_claims())
-    try:
-        await join(store, run_id, "w2")
-        await until(lambda: claims.surplus != set())  # seen the joiner, kept 3 of 4
-        assert len(claims.hosts) == 3
-        busy.clear()  # the requests ended: no new member, but the surplus goes now
-        await until(lambda: len(claims.hosts) == 2)
-    finally:
-        task.cancel()
+    busy = list(HOSTS[:3])
+    async with holding_every_host(store, busy) as w1:
+        await join(store, w1.run_id, "w2")
+        await until(lambda: w1.claims.surplus != set())  # saw the joiner, kept 3 of 4
+        assert len(w1.claims.hosts) == 3
+        busy.clear()  # the requests ended: nobody new joined, but the surplus goes now
+        await until(lambda: len(w1.claims.hosts) == 2)
 
 
 async def test_nobody_joining_costs_no_refresh(store: Store) -> None:
-    run_id = await run_with_hosts(store)
-    await join(store, run_id, "w1")
-    counted = CountedRefreshes(store)
-    claims, keeper = holder(counted, run_id, busy=[])
-    await claims.refresh()
-    task = asyncio.create_task(keeper.rebalance_claims())
-    try:
-        await until(lambda: counted.refreshes == 2)  # the first look: members not known yet
+    async with holding_every_host(store, busy=[]) as w1:
+        await until(lambda: w1.store.refreshes == 2)  # the first look: members not known yet
         await asyncio.sleep(20 * CHECK)
-        assert counted.refreshes == 2
-    finally:
-        task.cancel()
+        assert w1.store.refreshes == 2
