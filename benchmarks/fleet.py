@@ -148,7 +148,8 @@ def run_lifecycles(args: argparse.Namespace, backends: list[str], tmp: Path) -> 
         rate = r.get("lifecycles_per_second")
         print(f"[lifecycles-{backend}] {f'{rate:.0f}/s' if rate else r['error']}", flush=True)
         # The same rows written by hand in plain SQL (fleet_floor.py): the database's share.
-        floor = in_fresh_store(args, backend, tmp, functools.partial(insert_floor, **sizes))
+        write_rows = functools.partial(insert_floor, backend=backend, **sizes)
+        floor = in_fresh_store(args, backend, tmp, write_rows)
         rate = floor.get("lifecycles_per_second")
         print(f"[floor-{backend}] {f'{rate:.0f}/s' if rate else floor['error']}", flush=True)
         r["floor"] = floor

@@ -60,13 +60,13 @@ def _plan(tasks: int, links: int, hosts: int, report_batch: int) -> tuple[list[A
 async def insert_floor(
     db: str,
     *,
+    backend: str,
     tasks: int,
     links: int,
     hosts: int,
     acquire_batch: int,
     report_batch: int,
 ) -> FloorResult:
-    backend = "postgres" if db.startswith("postgres") else "sqlite"
     result = FloorResult(backend, links)
     store = await open_store(db)  # the store's schema, migrations and all; then set aside
     try:
