@@ -186,7 +186,8 @@ def run_latency(args: argparse.Namespace, backends: list[str], tmp: Path) -> lis
             f"[latency-{point.backend}] {point.pending} pending (built in "
             f"{point.build_seconds:.0f} s): acquire p50 {point.acquire['p50_ms']:.2f} ms, "
             f"p99 {point.acquire['p99_ms']:.2f} ms; claim refresh p50 "
-            f"{point.claim['p50_ms']:.2f} ms; load {point.load_1min:.2f}",
+            f"{point.claim['p50_ms']:.2f} ms; status p50 {point.status['p50_ms']:.2f} ms, "
+            f"run page p50 {point.run_page['p50_ms']:.2f} ms; load {point.load_1min:.2f}",
             flush=True,
         )
 

@@ -81,6 +81,10 @@ def latency(rows: list[dict[str, Any]]) -> str:
         "p99 ms",
         "claim p50 ms",
         "p99 ms",
+        "status p50 ms",
+        "p99 ms",
+        "run page p50 ms",
+        "p99 ms",
         "leases/call",
         "unanalyzed",
         "load",
@@ -88,9 +92,10 @@ def latency(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
         if "error" in r:
-            out.append([r["backend"], "FAILED", r["error"]] + [None] * 7)
+            out.append([r["backend"], "FAILED", r["error"]] + [None] * 11)
             continue
         a, c = r["acquire"], r["claim"]
+        st, page = r.get("status") or {}, r.get("run_page") or {}
         out.append(
             [
                 r["backend"],
@@ -100,6 +105,10 @@ def latency(rows: list[dict[str, Any]]) -> str:
                 fmt(a["p99_ms"], ".2f"),
                 fmt(c["p50_ms"], ".2f"),
                 fmt(c["p99_ms"], ".2f"),
+                fmt(st.get("p50_ms"), ".2f"),
+                fmt(st.get("p99_ms"), ".2f"),
+                fmt(page.get("p50_ms"), ".2f"),
+                fmt(page.get("p99_ms"), ".2f"),
                 fmt(r["leases_per_acquire"], ".1f"),
                 fmt(r.get("planner", {}).get("changed_since_analyze"), ","),
                 fmt(r["load_1min"], ".2f"),

@@ -21,6 +21,7 @@ from psycopg import sql
 from workers import reports_with_links
 
 from sitesync.models import Lease, NewTask, RunConfig, RunStatus
+from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.store import Store, open_store
 
 WORKER = "bench-worker"
@@ -206,6 +207,10 @@ class LatencyPoint:
     build_seconds: float  # add_tasks from the previous size to this one
     acquire: dict[str, Any] = field(default_factory=dict)  # latency_summary of acquire
     claim: dict[str, Any] = field(default_factory=dict)  # latency_summary of claim_hosts
+    # What `sitesync status` reads (Overview.status) and the dashboard's run page
+    # (Overview.detail), the run idle between acquires: the read model's whole path.
+    status: dict[str, Any] = field(default_factory=dict)
+    run_page: dict[str, Any] = field(default_factory=dict)
     leases_per_acquire: float | None = None
     load_1min: float | None = None
     # PostgreSQL: the planner's statistics of the tasks table when measured (autovacuum's
@@ -256,6 +261,26 @@ async def acquire_latency(
     return points
 
 
+async def _read_model(
+    store: Store, run_id: int, samples: int, budget: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Latencies of ``sitesync status`` and of the dashboard's run page over this frontier."""
+    overview = Overview(store, OverviewOptions())
+    status_s: list[float] = []
+    page_s: list[float] = []
+    started = time.perf_counter()
+    for i in range(samples):
+        if i >= 10 and time.perf_counter() - started > budget:
+            break
+        t = time.perf_counter()
+        await overview.status()
+        status_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        await overview.detail(run_id)
+        page_s.append(time.perf_counter() - t)
+    return latency_summary(status_s), latency_summary(page_s)
+
+
 async def planner_stats(db: str, *, analyze: bool) -> dict[str, Any]:
     """Rows changed in ``tasks`` since its last analyze, and whether one ever ran; with
     ``analyze``, an ANALYZE of the store's schema first."""
@@ -300,5 +325,6 @@ async def _measure(
         got += len(leases)
         await store.release(run_id, leases)
     point.acquire, point.claim = latency_summary(acquire_s), latency_summary(claim_s)
+    point.status, point.run_page = await _read_model(store, run_id, claim_samples, budget)
     point.leases_per_acquire = got / len(acquire_s) if acquire_s else None
     point.load_1min = os.getloadavg()[0]
