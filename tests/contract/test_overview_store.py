@@ -83,20 +83,54 @@ async def test_redirected_tasks_carry_their_hops(store: Store) -> None:
     assert await store.list_redirected(run_id, limit=0) == []
 
 
-async def test_pending_by_host_counts_pending_tasks_and_their_earliest_start(
+async def test_pending_by_host_follows_every_transition_most_pending_first(
     store: Store,
 ) -> None:
-    run_id = await running_run(store)
+    run_id = await running_run(store, max_retries=2)
     await store.add_tasks(
-        run_id, [task(n, host="a.test") for n in range(3)] + [task(9, host="b.test")]
+        run_id,
+        [task(n, host="a.test") for n in range(3)]
+        + [task(n, host="b.test") for n in range(10, 12)]
+        + [task(20, host="c.test")],
     )
-    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+
+    async def backlog() -> list[tuple[str, int]]:
+        hosts = await store.pending_by_host(run_id)
+        assert all(isinstance(b, HostBacklog) for b in hosts)
+        return [(b.host, b.pending) for b in hosts]
+
+    assert await backlog() == [("a.test", 3), ("b.test", 2), ("c.test", 1)]
+    assert await store.pending_by_host(run_id, limit=1) == [HostBacklog("a.test", 3)]
+    leases = await store.acquire(run_id, worker_id="w", limit=10, lease_seconds=30, per_host=2)
+    assert sorted(lease.host for lease in leases) == ["a.test"] * 2 + ["b.test"] * 2 + ["c.test"]
+    assert await backlog() == [("a.test", 1)]  # the leased ones are not pending
+    by_host = {lease.host: lease for lease in leases}
+    await store.release(run_id, [by_host["c.test"]], not_before=time.time() + 600)
+    retry = TaskReport(lease=by_host["b.test"], ok=False, error="timeout", retry_delay=600)
+    done = [TaskReport(lease=lease, ok=True, http_status=200) for lease in leases
+            if lease.host == "a.test"]  # fmt: skip
+    await store.report(run_id, [retry, *done])
+    # put off or not, a pending task is backlog; a finished one is not
+    assert await backlog() == [("a.test", 1), ("b.test", 1), ("c.test", 1)]
+
+
+async def test_next_eligible_at_is_the_earliest_start_of_a_pending_task(store: Store) -> None:
+    run_id = await running_run(store)
+    assert await store.next_eligible_at(run_id) is None  # nothing pending
+    await store.add_tasks(run_id, [task(n) for n in range(3)])
+    assert await store.next_eligible_at(run_id) == 0.0  # new tasks may start at once
+    leases = await store.acquire(run_id, worker_id="w", limit=3, lease_seconds=30)
+    assert await store.next_eligible_at(run_id) is None  # all leased
     later = time.time() + 600
-    await store.release(run_id, [lease], not_before=later)
-    backlog = await store.pending_by_host(run_id)
-    assert [(b.host, b.pending) for b in backlog] == [("a.test", 3), ("b.test", 1)]
-    assert all(isinstance(b, HostBacklog) and b.next_eligible_at < later for b in backlog)
-    assert await store.pending_by_host(run_id, limit=1) == backlog[:1]
+    await store.release(run_id, leases[:1], not_before=later + 60)
+    await store.release(run_id, leases[1:2], not_before=later)
+    assert await store.next_eligible_at(run_id) == later  # every pending task put off
+    await store.release(run_id, leases[2:])  # back as it was: eligible at once
+    assert await store.next_eligible_at(run_id) == 0.0
+    [again] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    assert await store.next_eligible_at(run_id) == later
+    await store.report(run_id, [TaskReport(lease=again, ok=True, http_status=200)])
+    assert await store.next_eligible_at(run_id) == later
 
 
 async def test_leases_by_worker_counts_expired_leases(store: Store) -> None:

@@ -106,7 +106,7 @@ def test_hosts_held_by_a_silent_worker_are_free_only_when_its_claim_expires() ->
         facts(
             workers=(worker("w-1", heartbeat=NOW - 1), silent),
             claims=(claim, replace(claim, host="b.test"), replace(claim, host="idle.test")),
-            backlog=(HostBacklog("a.test", 10, NOW), HostBacklog("b.test", 2, NOW)),
+            backlog=(HostBacklog("a.test", 10), HostBacklog("b.test", 2)),
         )
     )
     assert reasons == [

@@ -85,6 +85,7 @@ def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> N
     with conn:  # back to before 0010 (0011 drops one of its triggers), the tasks kept
         for trigger in ("tasks_count_state", "tasks_count_delete"):
             conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP INDEX tasks_put_off")  # 0012's
         conn.execute("DROP TABLE run_host_counts")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 10")
     conn.close()

@@ -75,7 +75,6 @@ class HostBacklog:
 
     host: str
     pending: int
-    next_eligible_at: float  # the earliest time a pending task of the host may start
 
 
 @dataclass(frozen=True, slots=True)

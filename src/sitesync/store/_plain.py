@@ -241,10 +241,7 @@ class PlainOverview(Area[P]):
 
     async def pending_by_host(self, run_id: int, *, limit: int = 100) -> list[HostBacklog]:
         rows = await self._db.rows("pending_by_host", {"run_id": run_id, "limit": limit})
-        # Aggregates come back in each driver's types; the models hold plain floats and ints.
-        return [
-            HostBacklog(row["host"], row["pending"], float(row["next_eligible_at"])) for row in rows
-        ]
+        return [HostBacklog(row["host"], int(row["pending"])) for row in rows]
 
     async def leases_by_worker(self, run_id: int) -> list[WorkerLeases]:
         params = {"run_id": run_id, "now": self._db.clock()}

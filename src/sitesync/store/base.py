@@ -107,7 +107,8 @@ class FrontierStore(Protocol):
         ...
 
     async def next_eligible_at(self, run_id: int) -> float | None:
-        """Earliest time a PENDING task of the run becomes eligible; None if none is pending."""
+        """Earliest time a PENDING task of the run becomes eligible (0 for one never put off);
+        None if none is pending. Reads only the tasks put off to a later time."""
         ...
 
     async def get_task(self, run_id: int, url: str) -> Task | None:

@@ -155,8 +155,8 @@ class OverviewStore(Protocol):
         ...
 
     async def pending_by_host(self, run_id: int, *, limit: int = 100) -> list[HostBacklog]:
-        """Hosts with pending tasks in the run, most pending first, with the earliest time
-        one of them may start."""
+        """Hosts with pending tasks in the run, most pending first (from the hosts-with-work
+        counts: its cost follows the hosts, not the pending tasks)."""
         ...
 
     async def leases_by_worker(self, run_id: int) -> list[WorkerLeases]:

@@ -146,7 +146,14 @@ UPDATE tasks
  WHERE run_id = :run_id AND state = 'assigned' AND lease_owner = :worker_id;
 
 -- name: next_eligible_at
-SELECT MIN(next_eligible_at) FROM tasks WHERE run_id = :run_id AND state = 'pending';
+-- Without reading the pending frontier: a task starts out eligible at 0, and only those put
+-- off since (retries, Retry-After, a host's pace) are in tasks_put_off. When fewer pending
+-- tasks are put off than the run has pending, one of them is eligible from 0; otherwise the
+-- earliest put-off one is the answer. Costs a read of the put-off tasks only.
+SELECT CASE WHEN COUNT(*) < (SELECT pending FROM runs WHERE id = :run_id) THEN 0.0
+            ELSE MIN(next_eligible_at) END
+  FROM tasks
+ WHERE run_id = :run_id AND state = 'pending' AND next_eligible_at > 0;
 
 -- name: select_task
 -- With the URL of the page that first linked to it.

@@ -22,12 +22,13 @@ SELECT * FROM tasks
  LIMIT :limit;
 
 -- name: pending_by_host
--- Served by the partial index tasks_pending_by_host.
-SELECT host, COUNT(*) AS pending, MIN(next_eligible_at) AS next_eligible_at
-  FROM tasks
- WHERE run_id = :run_id AND state = 'pending'
- GROUP BY host
- ORDER BY 2 DESC, 1
+-- From the hosts-with-work counts (run_host_counts_with_work): a row per host with work,
+-- never a read of the pending tasks themselves, so the dashboard and `sitesync status`
+-- cost the same at a thousand pending tasks as at a million.
+SELECT host, pending
+  FROM run_host_counts
+ WHERE run_id = :run_id AND pending > 0
+ ORDER BY pending DESC, host
  LIMIT :limit;
 
 -- name: leases_by_worker
