@@ -58,6 +58,34 @@ async def test_outcomes_count_finished_tasks_by_outcome_and_status_class(store: 
     assert await store.count_outcomes(run_id + 1000) == []
 
 
+async def test_outcomes_count_the_flushed_tasks_and_those_finished_since(store: Store) -> None:
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(n) for n in range(6)])
+    leases = await store.acquire(run_id, worker_id="w", limit=6, lease_seconds=30)
+
+    def done(n: int, status: int) -> TaskReport:
+        outcome = FetchOutcome.SUCCESS if status < 400 else FetchOutcome.HTTP_ERROR
+        return TaskReport(lease=leases[n], ok=True, http_status=status, outcome=outcome)
+
+    await store.report(run_id, [done(0, 200), done(1, 404)])
+    assert await store.flush_host_stats(run_id) == 2
+    flushed = [OutcomeCount("http_error", "4xx", 1), OutcomeCount("success", "2xx", 1)]
+    assert await store.count_outcomes(run_id) == flushed  # from the counts alone
+    await store.report(run_id, [done(2, 200), done(3, 200), done(4, 410)])
+    since = [OutcomeCount("success", "2xx", 3), OutcomeCount("http_error", "4xx", 2)]
+    assert await store.count_outcomes(run_id) == since  # counted, plus the rest live
+    assert await store.flush_host_stats(run_id) == 3
+    assert await store.flush_host_stats(run_id) == 0
+    assert await store.count_outcomes(run_id) == since  # each task counted once
+    other = await running_run(store)
+    await store.add_tasks(other, [task(9)])
+    [lease] = await store.acquire(other, worker_id="w", limit=1, lease_seconds=30)
+    await store.report(other, [TaskReport(lease=lease, ok=True, http_status=500)])
+    await store.flush_host_stats(other)
+    assert await store.count_outcomes(run_id) == since  # runs count apart
+    assert [c.status_class for c in await store.count_outcomes(other)] == ["5xx"]
+
+
 async def test_redirected_tasks_carry_their_hops(store: Store) -> None:
     run_id = await running_run(store)
     await store.add_tasks(run_id, [task(1), task(2)])

@@ -1,7 +1,8 @@
 """`sitesync status` and the dashboard ask every active run which hosts have work and, of an
-idle one, when its next task may start. Both answers come from the hosts-with-work counts and
-the tasks put off to a later time, never from a read of the run's pending frontier (a
-million rows in a big crawl): shown here by each backend's own query plan."""
+idle one, when its next task may start; the run page also counts the run's finished tasks by
+outcome. The answers come from the hosts-with-work counts, the tasks put off to a later time,
+the flushed outcome counts and the tasks finished since, never from a read of all the run's
+tasks (a million rows in a big crawl): shown here by each backend's own query plan."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ async def test_sqlite_answers_from_the_counts_and_the_put_off_tasks(tmp_path: Pa
             return " | ".join(row[3] for row in rows)
 
         eligible, backlog = plan("next_eligible_at"), plan("pending_by_host")
+        outcomes = plan("count_outcomes")
+    assert re.search(r"SEARCH tasks USING (COVERING )?INDEX tasks_uncounted", outcomes), outcomes
+    assert sorted(re.findall(r"(?:SCAN|SEARCH) (\w+)", outcomes)) == ["run_outcomes", "tasks"]
     assert re.search(r"SEARCH tasks USING (COVERING )?INDEX tasks_put_off", eligible), eligible
     assert re.findall(r"(?:SCAN|SEARCH) (\w+)", eligible) == ["tasks", "runs"], eligible
     assert re.findall(r"(?:SCAN|SEARCH) (\w+)", backlog) == ["run_host_counts"], backlog
@@ -78,6 +82,9 @@ async def test_postgres_answers_from_the_counts_and_the_put_off_tasks(
             return sorted(tables), sorted(indexes)
 
         eligible, backlog = scans("next_eligible_at"), scans("pending_by_host")
+        outcomes = scans("count_outcomes")
+    assert outcomes[0] == ["run_outcomes", "tasks"], outcomes
+    assert "tasks_uncounted" in outcomes[1], outcomes
     assert eligible[0] == ["run_host_counts", "tasks"], eligible
     assert "tasks_put_off" in eligible[1], eligible
     assert not {"tasks_pending_by_priority", "tasks_pending_by_host"} & set(eligible[1])

@@ -7,7 +7,7 @@ import sqlite3
 from importlib import resources
 from pathlib import Path
 
-from sitesync.models import NewTask, RunConfig, RunStatus
+from sitesync.models import NewTask, OutcomeCount, RunConfig, RunStatus, TaskReport
 from sitesync.store.sqlite.store import SqliteStore
 
 
@@ -86,7 +86,45 @@ def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> N
         for trigger in ("tasks_count_state", "tasks_count_delete"):
             conn.execute(f"DROP TRIGGER {trigger}")
         conn.execute("DROP INDEX tasks_put_off")  # 0012's
+        conn.execute("DROP TABLE run_outcomes")  # 0013's
         conn.execute("DROP TABLE run_host_counts")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 10")
     conn.close()
     assert asyncio.run(claim()) == ["b", "c"]  # a's only task is leased: no pending work
+
+
+def test_upgrading_to_outcome_counts_fills_them_from_the_counted_tasks(tmp_path: Path) -> None:
+    """0013's backfill: the outcome table of a run crawled before it still counts every
+    finished task, those its flushes counted and those finished since."""
+    db = tmp_path / "old.db"
+    tasks = [NewTask(url=f"http://a/{n}", host="a", depth=0) for n in range(5)]
+
+    async def crawl_a_little() -> list[OutcomeCount]:
+        store = await SqliteStore.open(db)
+        run = await store.create_run(RunConfig(seeds=("http://a/",)))
+        await store.transition_run(run.id, RunStatus.RUNNING)
+        await store.add_tasks(run.id, tasks)
+        leases = await store.acquire(run.id, worker_id="w", limit=5, lease_seconds=30)
+        ok = [TaskReport(lease=lease, ok=True, http_status=200) for lease in leases[:3]]
+        await store.report(run.id, ok)
+        await store.flush_host_stats(run.id)  # these three counted, the rest not yet
+        gone = TaskReport(lease=leases[3], ok=True, http_status=404)  # a final answer
+        await store.report(run.id, [gone])
+        counts = await store.count_outcomes(run.id)
+        await store.close()
+        return counts
+
+    async def outcomes() -> list[OutcomeCount]:
+        store = await SqliteStore.open(db)
+        counts = await store.count_outcomes(1)
+        await store.close()
+        return counts
+
+    before = asyncio.run(crawl_a_little())
+    assert sum(c.tasks for c in before) == 4
+    conn = sqlite3.connect(db)
+    with conn:  # back to before 0013, the tasks kept
+        conn.execute("DROP TABLE run_outcomes")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 13")
+    conn.close()
+    assert asyncio.run(outcomes()) == before

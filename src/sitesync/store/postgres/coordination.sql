@@ -138,11 +138,24 @@ ON CONFLICT (host) DO UPDATE
 -- name: count_uncounted
 -- Finished tasks not yet in run_hosts, per host, marked counted by the same statement:
 -- a task a report finishes meanwhile (reports do not wait for this flush) is either
--- counted and marked here, or left for the next flush, never marked uncounted.
+-- counted and marked here, or left for the next flush, never marked uncounted. The same
+-- statement adds them to the run's outcome counts (count_outcomes).
 WITH marked AS (
     UPDATE tasks SET counted = true
      WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed')
-    RETURNING host, state)
+    RETURNING host, state, outcome, http_status
+), outcomes AS (
+    INSERT INTO run_outcomes (run_id, outcome, status_class, tasks)
+    SELECT %(run_id)s,
+           COALESCE(outcome, 'unknown'),
+           CASE WHEN http_status IS NULL OR http_status <= 0 THEN 'none'
+                ELSE (http_status / 100)::text || 'xx' END,
+           COUNT(*)
+      FROM marked
+     GROUP BY 2, 3
+     ORDER BY 2, 3
+    ON CONFLICT (run_id, outcome, status_class)
+    DO UPDATE SET tasks = run_outcomes.tasks + excluded.tasks)
 SELECT host,
        COUNT(*) FILTER (WHERE state = 'completed') AS pages,
        COUNT(*) FILTER (WHERE state = 'failed') AS errors

@@ -5,13 +5,20 @@
 SELECT * FROM run_view WHERE status IN ('queued', 'running', 'paused') ORDER BY id;
 
 -- name: count_outcomes
--- Finished tasks by final outcome and HTTP status class ('none': no HTTP response).
-SELECT COALESCE(outcome, 'unknown') AS outcome,
-       CASE WHEN http_status IS NULL OR http_status <= 0 THEN 'none'
-            ELSE (http_status / 100)::text || 'xx' END AS status_class,
-       COUNT(*) AS tasks
-  FROM tasks
- WHERE run_id = %(run_id)s AND state IN ('completed', 'failed')
+-- Finished tasks by final outcome and HTTP status class ('none': no HTTP response): the
+-- counts flushed into run_outcomes, plus the tasks finished since (tasks_uncounted), so the
+-- read follows the work since the last flush, not the size of the run. A finished task
+-- never changes again, and a flush counts and marks it in one statement.
+SELECT outcome, status_class, SUM(tasks)::bigint AS tasks
+  FROM (SELECT outcome, status_class, tasks FROM run_outcomes WHERE run_id = %(run_id)s
+        UNION ALL
+        SELECT COALESCE(outcome, 'unknown'),
+               CASE WHEN http_status IS NULL OR http_status <= 0 THEN 'none'
+                    ELSE (http_status / 100)::text || 'xx' END,
+               COUNT(*)
+          FROM tasks
+         WHERE run_id = %(run_id)s AND NOT counted AND state IN ('completed', 'failed')
+         GROUP BY 1, 2) AS finished
  GROUP BY 1, 2
  ORDER BY 3 DESC, 1, 2;
 

@@ -83,6 +83,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
                 conn.execute(Q["add_host_counts"], params)
                 conn.execute(Q["touch_domain"], params)
                 counted += row["pages"] + row["errors"]
+            conn.execute(Q["add_outcome_counts"], {"run_id": run_id})
             conn.execute(Q["mark_counted"], {"run_id": run_id})
             if final:
                 conn.execute(Q["mark_exhausted"], {"run_id": run_id, "now": now})

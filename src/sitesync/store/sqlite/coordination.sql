@@ -145,6 +145,20 @@ SELECT host,
  WHERE run_id = :run_id AND counted = 0 AND state IN ('completed', 'failed')
  GROUP BY host;
 
+-- name: add_outcome_counts
+-- The finished tasks a flush counts, by outcome and status class (count_outcomes), before
+-- mark_counted marks them, in the same transaction.
+INSERT INTO run_outcomes (run_id, outcome, status_class, tasks)
+SELECT :run_id,
+       COALESCE(outcome, 'unknown'),
+       CASE WHEN http_status IS NULL OR http_status <= 0 THEN 'none'
+            ELSE CAST(http_status / 100 AS TEXT) || 'xx' END,
+       COUNT(*)
+  FROM tasks
+ WHERE run_id = :run_id AND counted = 0 AND state IN ('completed', 'failed')
+ GROUP BY 2, 3
+ON CONFLICT (run_id, outcome, status_class) DO UPDATE SET tasks = tasks + excluded.tasks;
+
 -- name: mark_counted
 UPDATE tasks SET counted = 1
  WHERE run_id = :run_id AND counted = 0 AND state IN ('completed', 'failed');
