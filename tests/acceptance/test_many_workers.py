@@ -13,12 +13,12 @@ import random
 import signal
 import subprocess
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
 from sitesync.models import RunStatus, TaskState
-from sitesync.store import open_store
+from sitesync.store import Store, open_store
 from sitesync.testing import LoopbackSite, RequestRecord, SiteSpec
 from tests.acceptance._cli import communicate, read_run, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
@@ -102,10 +102,15 @@ def cut_at_kills(records: list[RequestRecord], killed_at: dict[int, float]) -> l
 
 
 def assert_host_counters_exact(db: str) -> None:
+    """The per-host counters and the outcome counts (both flushed by the workers, each task
+    once) equal a recount of the tasks, before and after a last flush."""
+
     async def go() -> tuple[int, int]:
         store = await open_store(db)
         try:
+            await _assert_outcomes_exact(store)  # as the workers left them
             await store.flush_host_stats(1)  # whatever a killed worker left uncounted
+            await _assert_outcomes_exact(store)
             hosts = await store.list_run_hosts(1)
             claims = await store.list_claims(1)
             assert all(c.expires_at <= time.time() for c in claims), claims
@@ -115,6 +120,23 @@ def assert_host_counters_exact(db: str) -> None:
 
     by_host, completed = asyncio.run(go())
     assert by_host == completed
+
+
+async def _assert_outcomes_exact(store: Store) -> None:
+    finished = [
+        task
+        for state in (TaskState.COMPLETED, TaskState.FAILED)
+        for task in await store.list_tasks(1, state=state, limit=1_000_000)
+    ]
+    recount = Counter(
+        (
+            task.outcome.value if task.outcome else "unknown",
+            f"{task.http_status // 100}xx" if task.http_status and task.http_status > 0 else "none",
+        )
+        for task in finished
+    )
+    counted = {(c.outcome, c.status_class): c.tasks for c in await store.count_outcomes(1)}
+    assert counted == dict(recount)
 
 
 def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
