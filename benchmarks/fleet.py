@@ -153,6 +153,12 @@ def run_lifecycles(args: argparse.Namespace, backends: list[str], tmp: Path) -> 
         rate = floor.get("lifecycles_per_second")
         print(f"[floor-{backend}] {f'{rate:.0f}/s' if rate else floor['error']}", flush=True)
         r["floor"] = floor
+        # The same statements on a table with nothing but its URL index: a schema's ceiling.
+        write_bare = functools.partial(insert_floor, backend=backend, bare=True, **sizes)
+        bare = in_fresh_store(args, backend, tmp, write_bare)
+        rate = bare.get("lifecycles_per_second")
+        print(f"[bare-{backend}] {f'{rate:.0f}/s' if rate else bare['error']}", flush=True)
+        r["floor_bare"] = bare
         results.append(r)
     return results
 

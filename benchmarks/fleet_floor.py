@@ -8,6 +8,12 @@ discovered links (half known, half new), in as many transactions as the store us
 transaction a single statement or two of plain SQL, with none of sitesync's Python around
 it (no counters, no attempt history, no claims, no models). What sitesync adds on top of
 this is the store's cost; what this costs is the schema's and the machine's.
+
+With ``bare=True`` the same statements go to a table of their own that has nothing but
+its URL's unique index (``BARE_TABLE``): none of the indexes that keep acquire and the
+claim refresh flat in the frontier, no foreign key. That is about as fast as any design
+that keeps a row per URL and drops known URLs by a unique index can admit, lease and
+finish on this machine: the ceiling a new schema could reach, not one sitesync could use.
 """
 
 from __future__ import annotations
@@ -24,6 +30,21 @@ from fleet_store import host_tasks, running_run
 from sitesync.store import open_store
 
 WORKER = "floor-worker"
+
+BARE_TABLE = """CREATE TABLE floor_bare (
+    id               {id},
+    run_id           bigint NOT NULL,
+    url              text NOT NULL,
+    host             text NOT NULL,
+    state            text NOT NULL,
+    depth            integer NOT NULL,
+    discovered_at    double precision NOT NULL,
+    updated_at       double precision NOT NULL,
+    lease_owner      text,
+    lease_expires_at double precision,
+    http_status      integer,
+    UNIQUE (run_id, url)
+)"""
 
 
 @dataclass
@@ -66,6 +87,7 @@ async def insert_floor(
     hosts: int,
     acquire_batch: int,
     report_batch: int,
+    bare: bool = False,
 ) -> FloorResult:
     result = FloorResult(backend, links)
     store = await open_store(db)  # the store's schema, migrations and all; then set aside
@@ -74,7 +96,11 @@ async def insert_floor(
     finally:
         await store.close()
     initial, batches = _plan(tasks, links, hosts, report_batch)
-    writer = _SqliteFloor(db, run_id) if backend == "sqlite" else _PostgresFloor(db, run_id)
+    table = "floor_bare" if bare else "tasks"
+    if backend == "sqlite":
+        writer: _SqliteFloor | _PostgresFloor = _SqliteFloor(db, run_id, table)
+    else:
+        writer = _PostgresFloor(db, run_id, table)
     try:
         started = time.perf_counter()
         for i in range(0, len(initial), 1000):
@@ -104,12 +130,14 @@ class _SqliteFloor:
     """One connection as the store opens it (WAL, synchronous NORMAL, foreign keys on),
     BEGIN IMMEDIATE."""
 
-    def __init__(self, path: str, run_id: int) -> None:
-        self.run_id = run_id
+    def __init__(self, path: str, run_id: int, table: str) -> None:
+        self.run_id, self.table = run_id, table
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
+        if table != "tasks":
+            self.conn.execute(BARE_TABLE.format(id="INTEGER PRIMARY KEY"))
 
     def admit(self, rows: list[Any], *, depth: int) -> int:
         self.conn.execute("BEGIN IMMEDIATE")
@@ -120,15 +148,16 @@ class _SqliteFloor:
     def _insert(self, rows: list[Any], depth: int) -> int:
         params = [(self.run_id, url, host, depth) for url, host in rows]
         return self.conn.executemany(
-            "INSERT INTO tasks (run_id, url, host, state, depth, discovered_at, updated_at)"
-            " VALUES (?, ?, ?, 'pending', ?, 0, 0) ON CONFLICT (run_id, url) DO NOTHING",
+            f"INSERT INTO {self.table} (run_id, url, host, state, depth, discovered_at,"
+            " updated_at) VALUES (?, ?, ?, 'pending', ?, 0, 0)"
+            " ON CONFLICT (run_id, url) DO NOTHING",
             params,
         ).rowcount
 
     def lease(self, first: int, end: int) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
         self.conn.execute(
-            "UPDATE tasks SET state = 'assigned', lease_owner = ?, lease_expires_at = 60"
+            f"UPDATE {self.table} SET state = 'assigned', lease_owner = ?, lease_expires_at = 60"
             " WHERE id >= ? AND id < ?",
             (WORKER, first, end),
         )
@@ -137,7 +166,7 @@ class _SqliteFloor:
     def complete_and_admit(self, first: int, end: int, rows: list[Any]) -> int:
         self.conn.execute("BEGIN IMMEDIATE")
         self.conn.execute(
-            "UPDATE tasks SET state = 'completed', http_status = 200, lease_owner = NULL"
+            f"UPDATE {self.table} SET state = 'completed', http_status = 200, lease_owner = NULL"
             " WHERE id >= ? AND id < ?",
             (first, end),
         )
@@ -146,11 +175,11 @@ class _SqliteFloor:
         return count
 
     def first_id(self) -> int:
-        [(first,)] = self.conn.execute("SELECT MIN(id) FROM tasks").fetchall()
+        [(first,)] = self.conn.execute(f"SELECT MIN(id) FROM {self.table}").fetchall()
         return int(first)
 
     def count(self) -> int:
-        [(total,)] = self.conn.execute("SELECT COUNT(*) FROM tasks").fetchall()
+        [(total,)] = self.conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchall()
         return int(total)
 
     def close(self) -> None:
@@ -161,15 +190,18 @@ class _PostgresFloor:
     """One connection; a batch of URLs is one ``unnest`` statement, as the store sends it."""
 
     INSERT = (
-        "INSERT INTO tasks (run_id, url, host, state, depth, discovered_at, updated_at)"
+        "INSERT INTO {table} (run_id, url, host, state, depth, discovered_at, updated_at)"
         " SELECT %s, u.url, u.host, 'pending', %s, 0, 0"
         " FROM unnest(%s::text[], %s::text[]) AS u (url, host)"
         " ORDER BY u.url ON CONFLICT (run_id, url) DO NOTHING"
     )
 
-    def __init__(self, dsn: str, run_id: int) -> None:
-        self.run_id = run_id
+    def __init__(self, dsn: str, run_id: int, table: str) -> None:
+        self.run_id, self.table = run_id, table
         self.conn = psycopg.connect(dsn, autocommit=True)
+        if table != "tasks":
+            identity = "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+            self.conn.execute(BARE_TABLE.format(id=identity).encode())
 
     def admit(self, rows: list[Any], *, depth: int) -> int:
         with self.conn.transaction():
@@ -177,31 +209,32 @@ class _PostgresFloor:
 
     def _insert(self, rows: list[Any], depth: int) -> int:
         urls, hosts = [url for url, _ in rows], [host for _, host in rows]
-        return self.conn.execute(self.INSERT, (self.run_id, depth, urls, hosts)).rowcount
+        insert = self.INSERT.format(table=self.table).encode()
+        return self.conn.execute(insert, (self.run_id, depth, urls, hosts)).rowcount
 
     def lease(self, first: int, end: int) -> None:
         with self.conn.transaction():
             self.conn.execute(
-                "UPDATE tasks SET state = 'assigned', lease_owner = %s, lease_expires_at = 60"
-                " WHERE id >= %s AND id < %s",
+                f"UPDATE {self.table} SET state = 'assigned', lease_owner = %s,"
+                " lease_expires_at = 60 WHERE id >= %s AND id < %s",
                 (WORKER, first, end),
             )
 
     def complete_and_admit(self, first: int, end: int, rows: list[Any]) -> int:
         with self.conn.transaction():
             self.conn.execute(
-                "UPDATE tasks SET state = 'completed', http_status = 200, lease_owner = NULL"
-                " WHERE id >= %s AND id < %s",
+                f"UPDATE {self.table} SET state = 'completed', http_status = 200,"
+                " lease_owner = NULL WHERE id >= %s AND id < %s",
                 (first, end),
             )
             return self._insert(rows, 2)
 
     def first_id(self) -> int:
-        row = self.conn.execute("SELECT MIN(id) FROM tasks").fetchone()
+        row = self.conn.execute(f"SELECT MIN(id) FROM {self.table}").fetchone()
         return int(row[0]) if row else 0
 
     def count(self) -> int:
-        row = self.conn.execute("SELECT COUNT(*) FROM tasks").fetchone()
+        row = self.conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()
         return int(row[0]) if row else 0
 
     def close(self) -> None:

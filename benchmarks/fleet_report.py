@@ -29,6 +29,7 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
         "lifecycles/s",
         "floor/s",
         "of floor",
+        "bare table/s",
         "acq+rep/s",
         "admit s",
         "claim s",
@@ -46,6 +47,8 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
         sent = stmts.get("execute", 0) + stmts.get("executemany", 0)
         rate, floor = r.get("lifecycles_per_second"), (r.get("floor") or {})
         floor_rate = floor.get("lifecycles_per_second") if floor.get("ok") else None
+        bare = r.get("floor_bare") or {}
+        bare_rate = bare.get("lifecycles_per_second") if bare.get("ok") else None
         out.append(
             [
                 r["backend"],
@@ -54,6 +57,7 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
                 fmt(rate, ",.0f"),
                 fmt(floor_rate, ",.0f"),
                 fmt(rate / floor_rate if rate and floor_rate else None, ".0%"),
+                fmt(bare_rate, ",.0f"),
                 fmt(r.get("acquire_report_per_second"), ",.0f"),
                 fmt(r.get("admit_seconds"), ".2f"),
                 fmt(r.get("claim_seconds"), ".3f"),
@@ -67,7 +71,8 @@ def lifecycles(rows: list[dict[str, Any]]) -> str:
         )
     title = (
         "store lifecycles (add_tasks + acquire + report, in-process); floor: the same rows"
-        " in plain SQL, same schema and transactions (fleet_floor.py)\n"
+        " in plain SQL, same schema and transactions (fleet_floor.py); bare table: the same"
+        " statements on a table with only its URL index\n"
     )
     return title + table(headers, out)
 
