@@ -11,7 +11,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,19 +266,23 @@ async def _read_model(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Latencies of ``sitesync status`` and of the dashboard's run page over this frontier."""
     overview = Overview(store, OverviewOptions())
-    status_s: list[float] = []
-    page_s: list[float] = []
+    status_s = await _series(overview.status, samples, budget)
+    page_s = await _series(lambda: overview.detail(run_id), samples, budget)
+    return latency_summary(status_s), latency_summary(page_s)
+
+
+async def _series(call: Callable[[], Awaitable[Any]], samples: int, budget: float) -> list[float]:
+    """Seconds of each of up to ``samples`` calls, stopping after ``budget`` seconds once
+    there are 10."""
+    seconds: list[float] = []
     started = time.perf_counter()
     for i in range(samples):
         if i >= 10 and time.perf_counter() - started > budget:
             break
         t = time.perf_counter()
-        await overview.status()
-        status_s.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        await overview.detail(run_id)
-        page_s.append(time.perf_counter() - t)
-    return latency_summary(status_s), latency_summary(page_s)
+        await call()
+        seconds.append(time.perf_counter() - t)
+    return seconds
 
 
 async def planner_stats(db: str, *, analyze: bool) -> dict[str, Any]:
@@ -305,14 +309,7 @@ async def _measure(
     store: Store, run_id: int, point: LatencyPoint, samples: int, limit: int,
     claim_samples: int, budget: float,
 ) -> None:  # fmt: skip
-    claim_s: list[float] = []
-    started = time.perf_counter()
-    for i in range(claim_samples):
-        if i >= 10 and time.perf_counter() - started > budget:
-            break
-        t = time.perf_counter()
-        await claim(store, run_id)
-        claim_s.append(time.perf_counter() - t)
+    claim_s = await _series(lambda: claim(store, run_id), claim_samples, budget)
     acquire_s: list[float] = []
     got = 0
     started = time.perf_counter()
