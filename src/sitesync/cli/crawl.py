@@ -31,7 +31,7 @@ from sitesync.runs.crawl import (
     request_config,
     validate_request,
 )
-from sitesync.runs.processes import Helpers, process_count
+from sitesync.runs.processes import Helpers, freeze_startup_heap, process_count
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.service import serve
 from sitesync.store import Store, open_store
@@ -169,6 +169,7 @@ def serve_runs(settings: Settings, run_id: int | None) -> None:
     console.print(
         f"serving the runs of {redact(settings.db)}, up to {settings.serve_max_runs} at once"
     )
+    freeze_startup_heap()
     asyncio.run(serve(settings))
     console.print("left every run it served; they go on without this service")
 
@@ -194,6 +195,7 @@ def crawl_and_report(
     started = time.monotonic()
     stop_signals = frozenset() if worker else STOP_ON_CTRL_C
     count = 0 if worker else process_count(settings) - 1
+    freeze_startup_heap()  # before the helpers fork: they inherit it
     # Before the store is opened and the event loop runs: see Helpers.
     helpers = Helpers.fork(
         count, functools.partial(_crawl_as_helper, settings), drain_timeout=settings.drain_timeout
