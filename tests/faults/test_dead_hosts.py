@@ -8,9 +8,11 @@ The dead-host settings are at their defaults (3 checks, re-checks after 5 s and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,19 @@ def refused_origin() -> str:
         sock.bind(("127.0.0.40", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.40:{port}"
+
+
+@contextlib.contextmanager
+def dropping_origin() -> Iterator[str]:
+    """A host that never accepts a connection, as a firewall that drops packets does: a
+    listener with a backlog of 0 whose one place is taken (Linux then drops every further
+    SYN, so a connect hangs until the client gives up)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.41", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.41", port), timeout=5):
+            yield f"http://127.0.0.41:{port}"
 
 
 def run_hosts(db: str) -> dict[str, RunHost]:
@@ -227,3 +242,31 @@ def stop_after(site: LoopbackSite, requests: int) -> None:
     while len(site.requests) < requests and time.monotonic() < deadline:
         time.sleep(0.01)
     site.stop()
+
+
+async def test_a_host_that_never_accepts_a_connection_is_dead_in_seconds(tmp_path: Path) -> None:
+    """A connection that is never answered says the host is not there, as a refused one
+    does: three checks and every URL of the host ends ``unreachable``. (Each used to time
+    out and be retried as if only the URL were slow.)"""
+    settings = fast_settings(
+        tmp_path, connect_timeout=0.3, dead_host_recheck_seconds="0.2", max_retries=5
+    )
+    with dropping_origin() as dropping:
+        host = dropping.removeprefix("http://")
+        store = await SqliteStore.open(settings.db)
+        try:
+            seeds = tuple(f"{dropping}/{n}" for n in range(6))
+            run = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
+            started = time.monotonic()
+            final = await crawl(store, run, settings)
+            elapsed = time.monotonic() - started
+            tasks = await store.list_tasks(run.id)
+            stored = await store.get_run_host(run.id, host)
+        finally:
+            await store.close()
+    assert final.status is RunStatus.COMPLETED
+    assert {(t.state, t.outcome) for t in tasks} == {(TaskState.FAILED, "unreachable")}
+    assert all("at 3 checks" in (t.last_error or "") for t in tasks), tasks[0].last_error
+    assert all("no answer to the connection within 0.3s" in (t.last_error or "") for t in tasks)
+    assert stored is not None and stored.status is HostStatus.UNREACHABLE
+    assert elapsed < 15.0, f"took {elapsed:.1f}s"

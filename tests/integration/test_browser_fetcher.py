@@ -21,9 +21,11 @@ from sitesync.fetch.base import FetchLimits, FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
 from sitesync.models import RunStatus, TaskState
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.deadhosts import host_failure
 from sitesync.runs.wiring import fetch_limits, network_policy
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK, OUT_OF_SCOPE_IPS, Handler, LoopbackSite, SiteSpec
+from tests.faults.test_dead_hosts import dropping_origin
 
 # One event loop for the module, so that one browser serves every test that needs one.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -137,6 +139,21 @@ async def test_connection_refused_is_unreachable(
     assert result.outcome is FetchOutcome.UNREACHABLE and result.status == 0
     assert result.error is not None and "net::ERR_CONNECTION_REFUSED" in result.error
     assert result.retryable
+
+
+async def test_a_connection_never_answered_is_unreachable_like_a_refused_one() -> None:
+    """The guard proxy gives up connecting after ``connect_timeout``: Chromium's
+    ERR_CONNECTION_TIMED_OUT, a host-level failure that counts towards a dead host."""
+    fetcher = BrowserFetcher(
+        limits=FetchLimits(connect_timeout=0.5, total_timeout=15), network=OPEN_LOOPBACK
+    )
+    with dropping_origin() as dropping:
+        async with fetcher:
+            result = await fetcher.fetch(f"{dropping}/")
+
+    assert result.outcome is FetchOutcome.UNREACHABLE and result.status == 0
+    assert result.error is not None and "net::ERR_CONNECTION_TIMED_OUT" in result.error
+    assert host_failure(result)
 
 
 async def test_a_redirect_may_follow_rejects_is_not_followed(

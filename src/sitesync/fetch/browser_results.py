@@ -42,7 +42,9 @@ _INVALID_ERRORS = {
     "ERR_INVALID_RESPONSE": "invalid response",
     "ERR_RESPONSE_HEADERS_TOO_BIG": "invalid response",
 }
-_TIMEOUT_ERRORS = frozenset({"ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT"})
+# Not ERR_CONNECTION_TIMED_OUT: no connection at all is unreachable, a host-level failure,
+# as the HTTP fetcher reports it (see sitesync.runs.deadhosts).
+_TIMEOUT_ERRORS = frozenset({"ERR_TIMED_OUT"})
 
 
 async def hops_to(request: Request, original_url: str) -> tuple[RedirectHop, ...]:

@@ -145,6 +145,13 @@ class HttpFetcher:
             return _failed(url, FetchOutcome.INVALID, f"corrupt body: {exc}", started)
         except aiohttp.InvalidURL as exc:
             return _failed(url, FetchOutcome.INVALID, f"invalid URL: {exc}", started)
+        except aiohttp.ConnectionTimeoutError:
+            # No connection at all (the host drops what it is sent): a host-level failure,
+            # like a refused one, that counts towards a dead host; a timeout after the
+            # host accepted says nothing about the host and stays TIMEOUT.
+            limit = self.limits.connect_timeout
+            error = f"cannot connect: no answer to the connection within {limit:g}s"
+            return _failed(url, FetchOutcome.UNREACHABLE, error, started)
         except aiohttp.ServerTimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out waiting for the server", started)
         except aiohttp.ClientConnectorError as exc:

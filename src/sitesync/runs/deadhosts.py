@@ -1,7 +1,8 @@
 """Dead hosts: a host that cannot be crawled costs seconds, not the run's tail.
 
 A host-level failure says nothing about the URL and everything about the host: the
-connection was refused or the name did not resolve, or robots.txt was unavailable (5xx
+connection was refused or never answered, or the name did not resolve, or robots.txt was
+unavailable (5xx
 or no answer; RFC 9309 says disallow everything then). Each one pauses the host until
 its next re-check (``recheck``: 5 s, then 15 s, ...); the host's tasks are handed back
 untried meanwhile, so they keep their own retry budget. After ``attempts`` consecutive
@@ -149,11 +150,12 @@ class DeadHosts:
         return health.end.report(lease)
 
 
-#: How the fetchers word "no connection at all": refused, name not resolved, no route
-#: (aiohttp's connector errors; Chromium's net:: errors).
+#: How the fetchers word "no connection at all": refused, never answered, name not
+#: resolved, no route (aiohttp's connector errors; Chromium's net:: errors).
 _NO_CONNECTION = (
     "cannot connect",
     "ERR_CONNECTION_REFUSED",
+    "ERR_CONNECTION_TIMED_OUT",
     "ERR_NAME_NOT_RESOLVED",
     "ERR_NAME_RESOLUTION_FAILED",
     "ERR_ADDRESS_UNREACHABLE",
@@ -166,10 +168,11 @@ def no_connection(error: str | None) -> bool:
 
 
 def host_failure(result: FetchResult) -> bool:
-    """A page fetch that could not even connect: refused, unresolved, no route.
+    """A page fetch that could not even connect: refused, never answered, unresolved, no
+    route.
 
-    A connection that broke later (reset, truncated body) and timeouts are not counted:
-    the host is there, and the URL's own retries handle it.
+    A connection that broke later (reset, truncated body) and a response that timed out
+    are not counted: the host is there, and the URL's own retries handle it.
     """
     return (
         result.status == 0
