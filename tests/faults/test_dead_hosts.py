@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from sitesync.config import load_settings
+from sitesync.config import Settings, load_settings
 from sitesync.errors import ConfigError
-from sitesync.models import HostStatus, RunHost, RunStatus, TaskState
+from sitesync.models import HostStatus, Run, RunHost, RunStatus, Task, TaskState
 from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
 from sitesync.runs.wiring import worker_options
 from sitesync.store import open_store
@@ -168,24 +168,35 @@ def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None
     assert "unreachable" in rows[refused_host] and "blocked" in rows[unavailable_host], out
 
 
+async def crawl_one_host(
+    settings: Settings, seeds: tuple[str, ...], host: str, *, stored_failures: int = 0
+) -> tuple[Run, float, list[Task], RunHost | None]:
+    """Crawl ``seeds`` (all on ``host``) to the end: the run, the seconds it took, its
+    tasks and the host's state. ``stored_failures``: as an earlier holder left them."""
+    store = await SqliteStore.open(settings.db)
+    try:
+        run = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
+        if stored_failures:
+            await store.save_host_failures(run.id, host, failures=stored_failures)
+        started = time.monotonic()
+        final = await crawl(store, run, settings)
+        elapsed = time.monotonic() - started
+        tasks = await store.list_tasks(run.id)
+        return final, elapsed, tasks, await store.get_run_host(run.id, host)
+    finally:
+        await store.close()
+
+
 async def test_a_worker_taking_a_host_over_continues_its_failure_count(tmp_path: Path) -> None:
     """Two failures were stored by an earlier holder: the next one ends the host at once,
     instead of after the 5 s and 15 s re-checks a fresh count would need."""
     refused = refused_origin()
     host = refused.removeprefix("http://")
     settings = fast_settings(tmp_path)  # dead-host settings at their defaults
-    store = await SqliteStore.open(settings.db)
-    try:
-        seeds = (f"{refused}/", f"{refused}/a", f"{refused}/b")
-        run = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
-        await store.save_host_failures(run.id, host, failures=DEFAULT_ATTEMPTS - 1)
-        started = time.monotonic()
-        final = await crawl(store, run, settings)
-        elapsed = time.monotonic() - started
-        tasks = await store.list_tasks(run.id)
-        stored = await store.get_run_host(run.id, host)
-    finally:
-        await store.close()
+    seeds = (f"{refused}/", f"{refused}/a", f"{refused}/b")
+    final, elapsed, tasks, stored = await crawl_one_host(
+        settings, seeds, host, stored_failures=DEFAULT_ATTEMPTS - 1
+    )
     assert final.status is RunStatus.COMPLETED
     assert elapsed < 15.0, f"took {elapsed:.1f}s: the stored count was not continued"
     assert len(tasks) == 3
@@ -252,18 +263,9 @@ async def test_a_host_that_never_accepts_a_connection_is_dead_in_seconds(tmp_pat
         tmp_path, connect_timeout=0.3, dead_host_recheck_seconds="0.2", max_retries=5
     )
     with dropping_origin() as dropping:
+        seeds = tuple(f"{dropping}/{n}" for n in range(6))
         host = dropping.removeprefix("http://")
-        store = await SqliteStore.open(settings.db)
-        try:
-            seeds = tuple(f"{dropping}/{n}" for n in range(6))
-            run = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
-            started = time.monotonic()
-            final = await crawl(store, run, settings)
-            elapsed = time.monotonic() - started
-            tasks = await store.list_tasks(run.id)
-            stored = await store.get_run_host(run.id, host)
-        finally:
-            await store.close()
+        final, elapsed, tasks, stored = await crawl_one_host(settings, seeds, host)
     assert final.status is RunStatus.COMPLETED
     assert {(t.state, t.outcome) for t in tasks} == {(TaskState.FAILED, "unreachable")}
     assert all("at 3 checks" in (t.last_error or "") for t in tasks), tasks[0].last_error
