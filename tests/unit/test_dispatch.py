@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable, Mapping
 
 import pytest
 
@@ -71,3 +72,57 @@ async def test_a_request_cancelled_while_waiting_for_its_turn_takes_none() -> No
     async with asyncio.timeout(1):
         async with limiter.slot("a.test"):
             assert limiter.busy_hosts() == ["a.test"]
+
+
+class CountingLimiter(HostLimiter):
+    """Counts the dispatcher's picks: each is a pass over the hosts with work."""
+
+    picks = 0
+
+    def soonest(self, hosts: Iterable[str], busy: Mapping[str, int]) -> str | None:
+        self.picks += 1
+        return super().soonest(hosts, busy)
+
+
+async def test_a_lease_wakes_one_waiting_slot_not_all_of_them() -> None:
+    limiter = CountingLimiter(concurrency=0, delay=0)
+    dispatcher = HostDispatcher(limiter)
+    slots = [asyncio.ensure_future(dispatcher.get()) for _ in range(50)]
+    await asyncio.sleep(0.01)
+    limiter.picks = 0
+
+    for task_id in range(5):
+        dispatcher.put(lease(task_id, "a.test"))
+        await asyncio.sleep(0.01)
+
+    handed = sorted(slot.result().task_id for slot in slots if slot.done())
+    assert handed == [0, 1, 2, 3, 4]  # each lease to one slot, the other 45 still waiting
+    assert limiter.picks <= 2 * 5, limiter.picks  # was 50 a lease: every slot looked
+    for slot in slots:
+        slot.cancel()
+    await asyncio.gather(*slots, return_exceptions=True)
+
+
+async def test_leases_put_at_once_reach_as_many_slots() -> None:
+    dispatcher = HostDispatcher(HostLimiter(concurrency=0, delay=0))
+    slots = [asyncio.ensure_future(dispatcher.get()) for _ in range(8)]
+    await asyncio.sleep(0.01)
+    for task_id in range(3):
+        dispatcher.put(lease(task_id, f"h{task_id}.test"))
+    await asyncio.sleep(0.01)
+    assert sum(slot.done() for slot in slots) == 3
+    for slot in slots:
+        slot.cancel()
+    await asyncio.gather(*slots, return_exceptions=True)
+
+
+async def test_a_slot_cancelled_after_its_wake_passes_the_wake_on() -> None:
+    dispatcher = HostDispatcher(HostLimiter(concurrency=0, delay=0))
+    first = asyncio.ensure_future(dispatcher.get())
+    second = asyncio.ensure_future(dispatcher.get())
+    await asyncio.sleep(0.01)
+    dispatcher.put(lease(1, "a.test"))  # wakes the first slot ...
+    first.cancel()  # ... which is cancelled before it runs
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    assert (await asyncio.wait_for(second, 1)).task_id == 1  # the lease is not stranded
