@@ -2,14 +2,13 @@
 
 A host-level failure says nothing about the URL and everything about the host: the
 connection was refused or never answered, or the name did not resolve, or robots.txt was
-unavailable (5xx
-or no answer; RFC 9309 says disallow everything then). Each one pauses the host until
-its next re-check (``recheck``: 5 s, then 15 s, ...); the host's tasks are handed back
-untried meanwhile, so they keep their own retry budget. After ``attempts`` consecutive
-failures with no answer in between, the host is dead for the rest of the run: the store
-ends all its pending tasks in one step (``unreachable``, or ``blocked`` when robots.txt
-answered 5xx or broke off), tasks already leased end as they come up, and links to the
-host found later end as they are admitted.
+unavailable (5xx or no answer; RFC 9309 says disallow everything then). Each one pauses
+the host until its next re-check (``recheck``: 5 s, then 15 s, ...); the host's tasks are
+handed back untried meanwhile, so they keep their own retry budget. After ``attempts``
+consecutive failures with no answer in between, the host is dead for the rest of the run:
+the store ends all its pending tasks in one step (``unreachable``, or ``blocked`` when
+robots.txt answered 5xx or broke off), tasks already leased end as they come up, and links
+to the host found later end as they are admitted.
 
 The count is kept in the store's per-host state of the run, so a worker that takes the
 host over goes on counting where the last one stopped.
