@@ -1,8 +1,9 @@
 """A dead host costs seconds, not the run's tail (issue 10, item 6).
 
-The real CLI crawls one healthy loopback site plus two dead seeds: a port that refuses
-connections, and a server whose robots.txt answers 503 (RFC 9309: disallow everything).
-The dead-host settings are at their defaults (3 checks, re-checks after 5 s and 15 s).
+The real CLI crawls one healthy loopback site plus three dead seeds: a port that refuses
+connections, one that never answers a connection, and a server whose robots.txt answers
+503 (RFC 9309: disallow everything). The dead-host settings are at their defaults (3
+checks, re-checks after 5 s and 15 s).
 """
 
 from __future__ import annotations
@@ -84,7 +85,12 @@ LATE_RETRIES = {"max_retries": "100", "retry_backoff": "0.2", "retry_backoff_max
 
 
 @pytest.mark.slow
-def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None:
+def test_one_healthy_and_three_dead_seeds_complete_in_seconds(db_url: str) -> None:
+    with dropping_origin() as dropping:
+        one_healthy_and_three_dead_seeds(db_url, dropping)
+
+
+def one_healthy_and_three_dead_seeds(db_url: str, dropping: str) -> None:
     healthy = LoopbackSite(SiteSpec(hosts=1, pages_per_host=12, links_per_page=6)).start()
     unavailable = LoopbackSite(SiteSpec(hosts=1, pages_per_host=3, first_ip=30)).start()
 
@@ -95,21 +101,22 @@ def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None
     refused = refused_origin()
     unavailable_host = unavailable.hosts[0] if unavailable.hosts else ""
     dead = threading.Event()
-    serve_late_links(
-        healthy, dead, [f"{refused}/later.html", f"{unavailable.root_urls[0]}later.html"]
-    )
+    late_targets = [f"{refused}/later.html", f"{dropping}/later.html"]
+    serve_late_links(healthy, dead, [*late_targets, f"{unavailable.root_urls[0]}later.html"])
     try:
         started = time.monotonic()
         crawl = sitesync(
             "crawl", *healthy.root_urls, f"{healthy.root_urls[0]}late.html",
-            f"{refused}/", *unavailable.root_urls,
-            "--db", db_url, "--no-progress", "--delay", "0", settings=LATE_RETRIES,
+            f"{refused}/", f"{dropping}/", *unavailable.root_urls,
+            "--db", db_url, "--no-progress", "--delay", "0",
+            # Each check of the host that never answers costs this much.
+            settings={**LATE_RETRIES, "connect_timeout": "2"},
         )  # fmt: skip
         while crawl.poll() is None and not dead.is_set():
             if time.monotonic() - started > BOUND_SECONDS:
                 break
             ended = [h for h in run_hosts(db_url).values() if h.ended_as is not None]
-            if len(ended) == 2:
+            if len(ended) == 3:
                 dead.set()
             time.sleep(0.3)
         out, err = communicate(crawl, timeout=BOUND_SECONDS)
@@ -134,12 +141,16 @@ def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None
     assert fetched[f"{healthy.root_urls[0]}late.html"] >= 1
 
     # The refused host's tasks ended unreachable, the late link too: it was not revived.
-    refused_host = refused.removeprefix("http://")
+    # So did those of the host that never answers (its robots.txt got no connection
+    # either: no connection, not "robots.txt unavailable").
     by_host = {host: [t for t in tasks if t.host == host] for host in {t.host for t in tasks}}
+    for origin in (refused, dropping):
+        gone = by_host[origin.removeprefix("http://")]
+        assert {t.url for t in gone} == {f"{origin}/", f"{origin}/later.html"}
+        assert {(t.state, t.outcome) for t in gone} == {(TaskState.FAILED, "unreachable")}
+        assert all("no connection to the host at 3 checks" in (t.last_error or "") for t in gone)
+    refused_host = refused.removeprefix("http://")
     gone = by_host[refused_host]
-    assert {t.url for t in gone} == {f"{refused}/", f"{refused}/later.html"}
-    assert {(t.state, t.outcome) for t in gone} == {(TaskState.FAILED, "unreachable")}
-    assert all("no connection to the host at 3 checks" in (t.last_error or "") for t in gone)
 
     # The robots-503 host's tasks ended blocked; only robots.txt (and the sitemap probe of
     # seeding) reached it: one request per check, no page.
@@ -154,6 +165,7 @@ def test_one_healthy_and_two_dead_seeds_complete_in_seconds(db_url: str) -> None
     # Terminal statuses, with every ended task counted once in the host's errors.
     hosts = run_hosts(db_url)
     assert hosts[refused_host].status is HostStatus.UNREACHABLE
+    assert hosts[dropping.removeprefix("http://")].status is HostStatus.UNREACHABLE
     assert hosts[unavailable_host].status is HostStatus.BLOCKED
     assert hosts[refused_host].errors == len(gone)
     assert hosts[unavailable_host].errors == len(down)
