@@ -136,33 +136,9 @@ class HttpFetcher:
                     return FetchResult(url=url, outcome=FetchOutcome.SUCCESS, status=status,
                                        final_url=url, headers=headers)  # fmt: skip
                 body, too_large = await self._read_capped(response)
-        except aiohttp.ClientPayloadError as exc:
-            if "not completed" in str(exc):
-                # The connection broke before the body was whole: a network failure,
-                # worth another attempt.
-                error = f"truncated body (connection broke mid-body): {exc}"
-                return _failed(url, FetchOutcome.UNREACHABLE, error, started)
-            return _failed(url, FetchOutcome.INVALID, f"corrupt body: {exc}", started)
-        except aiohttp.InvalidURL as exc:
-            return _failed(url, FetchOutcome.INVALID, f"invalid URL: {exc}", started)
-        except aiohttp.ConnectionTimeoutError:
-            # No connection at all (the host drops what it is sent): a host-level failure,
-            # like a refused one, that counts towards a dead host; a timeout after the
-            # host accepted says nothing about the host and stays TIMEOUT.
-            limit = self.limits.connect_timeout
-            error = f"cannot connect: no answer to the connection within {limit:g}s"
-            return _failed(url, FetchOutcome.UNREACHABLE, error, started)
-        except aiohttp.ServerTimeoutError:
-            return _failed(url, FetchOutcome.TIMEOUT, "timed out waiting for the server", started)
-        except aiohttp.ClientConnectorError as exc:
-            refused = forbidden_cause(exc)
-            if refused is not None:
-                error = str(refused.strerror)
-                return _failed(url, FetchOutcome.FORBIDDEN_ADDRESS, error, started)
-            return _failed(url, FetchOutcome.UNREACHABLE, f"cannot connect: {exc}", started)
         except (aiohttp.ClientError, OSError) as exc:
-            reason = str(exc) or type(exc).__name__
-            return _failed(url, FetchOutcome.UNREACHABLE, f"connection failed: {reason}", started)
+            outcome, error = _request_failure(exc, self.limits.connect_timeout)
+            return _failed(url, outcome, error, started)
         elapsed = time.monotonic() - started
         if too_large:
             return FetchResult(
@@ -192,6 +168,33 @@ class HttpFetcher:
                 return b"", True
             chunks.append(chunk)
         return b"".join(chunks), False
+
+
+def _request_failure(exc: BaseException, connect_timeout: float) -> tuple[FetchOutcome, str]:
+    """The outcome and error of a request that raised ``exc``, the most specific case first."""
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        if "not completed" in str(exc):
+            # The connection broke before the body was whole: a network failure, worth
+            # another attempt.
+            return FetchOutcome.UNREACHABLE, f"truncated body (connection broke mid-body): {exc}"
+        return FetchOutcome.INVALID, f"corrupt body: {exc}"
+    if isinstance(exc, aiohttp.InvalidURL):
+        return FetchOutcome.INVALID, f"invalid URL: {exc}"
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        # No connection at all (the host drops what it is sent): a host-level failure, like
+        # a refused one, that counts towards a dead host; a timeout after the host accepted
+        # says nothing about the host and stays TIMEOUT.
+        error = f"cannot connect: no answer to the connection within {connect_timeout:g}s"
+        return FetchOutcome.UNREACHABLE, error
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return FetchOutcome.TIMEOUT, "timed out waiting for the server"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        refused = forbidden_cause(exc)
+        if refused is not None:
+            return FetchOutcome.FORBIDDEN_ADDRESS, str(refused.strerror)
+        return FetchOutcome.UNREACHABLE, f"cannot connect: {exc}"
+    reason = str(exc) or type(exc).__name__
+    return FetchOutcome.UNREACHABLE, f"connection failed: {reason}"
 
 
 def _text_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
