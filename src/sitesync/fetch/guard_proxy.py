@@ -30,6 +30,7 @@ import time
 from collections import OrderedDict
 from urllib.parse import urlsplit
 
+from sitesync.fetch.lookups import NameLookups
 from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, parse_address
 
 _HEAD_LIMIT = 64 * 1024  # request line and headers; Chromium's are a few KB
@@ -47,6 +48,7 @@ class GuardProxy:
     def __init__(self, policy: NetworkPolicy, *, connect_timeout: float = 10.0) -> None:
         self.policy = policy
         self.connect_timeout = connect_timeout
+        self._lookups = NameLookups(connect_timeout)  # bounded, off the loop's executor
         self._server: asyncio.Server | None = None
         self._problems: OrderedDict[str, tuple[float, bool, str]] = OrderedDict()
         self._connections: set[asyncio.Task[None]] = set()
@@ -124,8 +126,7 @@ class GuardProxy:
         if literal is not None:
             self.policy.check(literal)
             return await self._open(str(literal), port)
-        loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = await self._lookups.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         first_refusal: ForbiddenAddress | None = None
         last_error: OSError | None = None
         for *_, sockaddr in infos:

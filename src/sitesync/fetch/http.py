@@ -24,6 +24,7 @@ from sitesync.fetch.base import (
     RedirectHop,
     parse_retry_after,
 )
+from sitesync.fetch.lookups import NameLookups
 from sitesync.fetch.netpolicy import GuardedResolver, NetworkPolicy, forbidden_cause
 from sitesync.fetch.text import header_text, safe_text
 from sitesync.urls import resolve_link
@@ -44,8 +45,11 @@ class HttpFetcher:
         max_connections: int = 100,
         extra_headers: dict[str, str] | None = None,
         network: NetworkPolicy | None = None,
+        lookups: NameLookups | None = None,
     ) -> None:
         self.limits = limits or FetchLimits()
+        # Name lookups on threads of their own, bounded by connect_timeout (fetch/lookups.py).
+        self.lookups = lookups or NameLookups(self.limits.connect_timeout)
         # Unless opened, non-public addresses are refused (fetch/netpolicy.py).
         self.network = network or NetworkPolicy()
         self._headers = {"User-Agent": user_agent, **(extra_headers or {})}
@@ -55,7 +59,7 @@ class HttpFetcher:
         self._resolver: GuardedResolver | None = None
 
     async def __aenter__(self) -> HttpFetcher:
-        self._resolver = GuardedResolver(self.network)
+        self._resolver = GuardedResolver(self.network, self.lookups)
         connector = aiohttp.TCPConnector(
             limit=self._max_connections,
             limit_per_host=0,  # per-host politeness is the worker's job, not the pool's

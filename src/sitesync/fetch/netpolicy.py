@@ -15,15 +15,17 @@ when checked and to a private one when used (DNS rebinding) is refused all the s
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
+from aiohttp.resolver import ThreadedResolver
 
+from sitesync.fetch.lookups import NameLookups
 from sitesync.networks import IPAddress, IPNetwork, parse_address, parse_networks
 
 OPEN_HINT = "open it with allowed_networks or allow_private_networks"
@@ -146,9 +148,12 @@ class GuardedResolver(AbstractResolver):
     public ones, and a name with only refused ones fail with :class:`ForbiddenAddress`.
     """
 
-    def __init__(self, policy: NetworkPolicy) -> None:
+    def __init__(self, policy: NetworkPolicy, lookups: NameLookups) -> None:
         self._policy = policy
-        self._inner = DefaultResolver()
+        # aiohttp's own resolver, asking ``lookups`` instead of the event loop for the two
+        # calls it makes (getaddrinfo, getnameinfo): its threads and time bound, not the
+        # loop's shared executor (see fetch/lookups.py).
+        self._inner = ThreadedResolver(loop=cast(asyncio.AbstractEventLoop, lookups))
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET

@@ -1,0 +1,147 @@
+"""A name whose lookup hangs fails that host's fetches, in ``connect_timeout``, and no other's.
+
+The system's resolver is asked through :class:`NameLookups`; here it is the real
+``socket.getaddrinfo`` (``localhost`` from ``/etc/hosts``) except for names under
+``.hang.test``, whose lookups block until the test lets them go, as a lookup does whose DNS
+servers never answer (a test may not send DNS traffic off this machine, and the system's
+resolver cannot be pointed at a loopback server from inside one process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from sitesync.fetch.base import FetchLimits
+from sitesync.fetch.http import HttpFetcher
+from sitesync.fetch.lookups import NameLookups
+from sitesync.models import FetchOutcome
+from sitesync.runs.deadhosts import no_connection
+from sitesync.testing.spec import OPEN_LOOPBACK
+
+
+class HangingResolver:
+    """``socket.getaddrinfo``, but names under ``.hang.test`` block until :meth:`release`."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, host: str, port: Any, *args: Any) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self.calls[host] += 1
+        if host.endswith(".hang.test"):
+            self.released.wait(30)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return socket.getaddrinfo(host, port, *args)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+async def resolve(lookups: NameLookups, host: str) -> list[tuple[Any, ...]]:
+    return await lookups.getaddrinfo(host, 80, type=socket.SOCK_STREAM)
+
+
+async def test_hung_names_fail_in_the_timeout_and_cost_one_thread_each() -> None:
+    resolver = HangingResolver()
+    lookups = NameLookups(0.5, threads=4, lookup=resolver)
+    hung = [f"site{n}.hang.test" for n in range(3)]
+    try:
+        started = time.monotonic()
+        waits = [asyncio.ensure_future(resolve(lookups, name)) for name in hung * 20]
+        await asyncio.sleep(0.05)
+        healthy = await asyncio.wait_for(resolve(lookups, "localhost"), 2)
+        healthy_after = time.monotonic() - started
+        outcomes = await asyncio.gather(*waits, return_exceptions=True)
+        elapsed = time.monotonic() - started
+    finally:
+        resolver.release()
+    assert {info[4][0] for info in healthy} & {"127.0.0.1", "::1"}
+    assert healthy_after < 0.4  # not queued behind the sixty hung lookups
+    assert all(isinstance(o, socket.gaierror) and o.errno == socket.EAI_AGAIN for o in outcomes)
+    assert "name lookup of site0.hang.test not answered within 0.5s" in str(outcomes[0])
+    assert 0.45 < elapsed < 2.0
+    assert [resolver.calls[name] for name in hung] == [1, 1, 1]  # sixty waits, three lookups
+    assert lookups.threads == 4  # three hung, one for localhost
+
+
+async def test_a_lookup_queued_behind_a_full_pool_runs_when_a_thread_frees() -> None:
+    resolver = HangingResolver()
+    lookups = NameLookups(5.0, threads=1, lookup=resolver)
+    stuck = asyncio.ensure_future(resolve(lookups, "one.hang.test"))
+    await asyncio.sleep(0.05)
+    queued = asyncio.ensure_future(resolve(lookups, "localhost"))
+    await asyncio.sleep(0.2)
+    assert not queued.done()  # the only thread is taken
+    resolver.release()
+    with pytest.raises(socket.gaierror):
+        await stuck
+    assert await asyncio.wait_for(queued, 2)
+    assert await asyncio.wait_for(resolve(lookups, "localhost"), 2)  # the idle thread again
+    assert lookups.threads == 1
+
+
+async def test_a_lookup_answered_after_every_waiter_left_is_no_error() -> None:
+    resolver = HangingResolver()
+    lookups = NameLookups(0.2, threads=2, lookup=resolver)
+    with pytest.raises(socket.gaierror):
+        await resolve(lookups, "late.hang.test")
+    resolver.release()
+    await asyncio.sleep(0.2)  # its failure arrives with nobody waiting
+    with pytest.raises(socket.gaierror, match="Temporary failure"):  # a new lookup, answered
+        await resolve(lookups, "late.hang.test")
+    assert resolver.calls["late.hang.test"] == 2
+    assert lookups.threads == 1  # the second lookup went to the idle thread, not a new one
+
+
+@pytest.fixture
+async def local_server() -> AsyncIterator[int]:
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text="<html><body>ok</body></html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port: int = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield port
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_fetch_whose_name_hangs_is_unreachable_and_others_go_on(local_server: int) -> None:
+    resolver = HangingResolver()
+    limits = FetchLimits(connect_timeout=0.5, total_timeout=5)
+    lookups = NameLookups(limits.connect_timeout, lookup=resolver)
+    try:
+        async with HttpFetcher(network=OPEN_LOOPBACK, limits=limits, lookups=lookups) as fetcher:
+            hung = [
+                asyncio.ensure_future(fetcher.fetch(f"http://site{n}.hang.test:{local_server}/"))
+                for n in range(10)
+            ]
+            started = time.monotonic()
+            ok = await fetcher.fetch(f"http://localhost:{local_server}/")
+            ok_after = time.monotonic() - started
+            failed = await asyncio.gather(*hung)
+    finally:
+        resolver.release()
+    assert ok.outcome is FetchOutcome.SUCCESS and ok.status == 200
+    assert ok_after < 0.4
+    for result in failed:
+        assert result.outcome is FetchOutcome.UNREACHABLE
+        assert "not answered within 0.5s" in (result.error or "")
+        assert no_connection(result.error)  # counts towards a dead host
+        assert result.elapsed < 2.0
