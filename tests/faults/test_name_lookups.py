@@ -21,6 +21,7 @@ import pytest
 from aiohttp import web
 
 from sitesync.fetch.base import FetchLimits
+from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.lookups import NameLookups
 from sitesync.models import FetchOutcome
@@ -145,3 +146,40 @@ async def test_a_fetch_whose_name_hangs_is_unreachable_and_others_go_on(local_se
         assert "not answered within 0.5s" in (result.error or "")
         assert no_connection(result.error)  # counts towards a dead host
         assert result.elapsed < 2.0
+
+
+async def proxy_answer(proxy_url: str, target: str) -> bytes:
+    """The browser's side of a CONNECT through the guard proxy: its status line."""
+    port = int(proxy_url.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        await writer.drain()
+        return await asyncio.wait_for(reader.readline(), 5)
+    finally:
+        writer.close()
+
+
+async def test_the_browser_guard_proxy_bounds_a_hung_lookup_the_same_way(
+    local_server: int,
+) -> None:
+    resolver = HangingResolver()
+    lookups = NameLookups(0.5, lookup=resolver)
+    proxy = GuardProxy(OPEN_LOOPBACK, connect_timeout=0.5, lookups=lookups)
+    proxy_url = await proxy.start()
+    since = time.monotonic()
+    try:
+        hung = asyncio.ensure_future(proxy_answer(proxy_url, "stuck.hang.test:443"))
+        await asyncio.sleep(0.05)
+        healthy = await proxy_answer(proxy_url, f"localhost:{local_server}")
+        healthy_after = time.monotonic() - since
+        refused = await hung
+    finally:
+        resolver.release()
+        await proxy.close()
+    assert healthy.startswith(b"HTTP/1.1 200") and healthy_after < 0.4
+    assert refused.startswith(b"HTTP/1.1 502")
+    assert time.monotonic() - since < 2.0
+    problem = proxy.problem("stuck.hang.test", 443, since=since)
+    assert problem == (False, "net::ERR_NAME_NOT_RESOLVED at stuck.hang.test:443 (proxy)")
+    assert problem is not None and no_connection(problem[1])  # a dead host's failure

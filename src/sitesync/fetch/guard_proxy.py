@@ -45,10 +45,17 @@ class GuardProxy:
     """One listening proxy on loopback for one browser; it remembers what it refused and
     which connections failed (:meth:`problem`)."""
 
-    def __init__(self, policy: NetworkPolicy, *, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        *,
+        connect_timeout: float = 10.0,
+        lookups: NameLookups | None = None,
+    ) -> None:
         self.policy = policy
         self.connect_timeout = connect_timeout
-        self._lookups = NameLookups(connect_timeout)  # bounded, off the loop's executor
+        # Bounded by connect_timeout, on threads of their own (fetch/lookups.py).
+        self._lookups = lookups or NameLookups(connect_timeout)
         self._server: asyncio.Server | None = None
         self._problems: OrderedDict[str, tuple[float, bool, str]] = OrderedDict()
         self._connections: set[asyncio.Task[None]] = set()
