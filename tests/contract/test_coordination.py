@@ -135,6 +135,18 @@ async def test_host_state_keeps_the_latest_pause_and_robots(store: Store) -> Non
     )  # fmt: skip
 
 
+async def test_host_states_of_many_hosts_are_those_of_each_one(store: Store) -> None:
+    await store.save_host_pause("a.test", until=200.0)
+    await store.save_host_pace("b.test", delay=2.0, concurrency=1, reason="429s", since=50.0)
+    await store.save_host_pause("c.test", until=10.0)  # stored, not asked for
+    states = await store.get_host_states(["a.test", "b.test", "never.test"])
+    assert set(states) == {"a.test", "b.test"}
+    for host, state in states.items():
+        assert state == await store.get_host_state(host)
+    assert states["b.test"].pace_reason == "429s"
+    assert await store.get_host_states([]) == {}
+
+
 async def test_host_counters_count_each_finished_task_once(store: Store) -> None:
     run_id = await run_with_hosts(store, per_host=3)
     leases = await store.acquire(run_id, worker_id="w", limit=100, lease_seconds=30)

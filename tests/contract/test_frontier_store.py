@@ -341,6 +341,12 @@ async def test_root_redirects_name_canonical_host_and_accumulate_aliases(store: 
     assert domain.canonical_host == "www.a.test"
     assert domain.aliases == ("a.test", "old-a.test")
     assert await store.get_domain("a.test") == domain
+    await store.record_root_redirect("b.test", canonical_host="b.test", aliases=[])
+    assert await store.get_domains(["a.test", "b.test", "never.test"]) == {
+        "a.test": domain,
+        "b.test": await store.get_domain("b.test"),
+    }
+    assert await store.get_domains([]) == {}
 
 
 async def test_per_host_caps_one_hosts_share_of_a_batch(store: Store) -> None:

@@ -81,6 +81,8 @@ async def test_run_detail_shows_counters_hosts_workers_claims_outcomes_and_sampl
     sampler = client.app.state.dashboard.sampler  # type: ignore[attr-defined]
     await sampler.sample_once()
     await sampler.sample_once()
+    await store.save_host_pace("a.test", delay=3.0, concurrency=1, reason="429s", since=1.0)
+    await store.record_root_redirect("b.test", canonical_host="www.b.test", aliases=["b.test"])
 
     detail = (await client.get(f"/api/runs/{run_id}")).json()
     run = await store.get_run(run_id)
@@ -90,6 +92,10 @@ async def test_run_detail_shows_counters_hosts_workers_claims_outcomes_and_sampl
     assert detail["run"]["pending_work"] == run.counters.pending + run.counters.assigned == 2
     hosts = {h["host"]: h for h in detail["hosts"]}
     assert hosts["a.test"]["claimed_by"] == "w-1" and hosts["b.test"]["pending"] == 1
+    assert (hosts["a.test"]["pace_delay"], hosts["a.test"]["pace_reason"]) == (3.0, "429s")
+    assert hosts["b.test"]["pace_reason"] is None
+    assert hosts["b.test"]["domain"]["canonical_host"] == "www.b.test"
+    assert hosts["b.test"]["domain"]["aliases"] == ["b.test"]
     [worker] = detail["workers"]
     assert (worker["worker_id"], worker["pid"], worker["live"], worker["leased"]) == (
         "w-1", 4242, True, 1,

@@ -189,10 +189,13 @@ class Overview:
             b.host: b.pending for b in await self.store.pending_by_host(run_id, limit=_MAX_HOSTS)
         }
         held = {c.host: c for c in claims if c.expires_at > now}
+        names = sorted(counted.keys() | pending.keys() | held.keys())[:_MAX_HOSTS]
+        # Two queries for every host shown, not two per host.
+        states = await self.store.get_host_states(names)
+        domains = await self.store.get_domains(names)
         rows = []
-        for name in sorted(counted.keys() | pending.keys() | held.keys())[:_MAX_HOSTS]:
-            host, claim = counted.get(name), held.get(name)
-            state = await self.store.get_host_state(name)
+        for name in names:
+            host, claim, state = counted.get(name), held.get(name), states.get(name)
             slowed = state is not None and bool(state.pace_reason)
             rows.append(
                 HostRow(
@@ -203,7 +206,7 @@ class Overview:
                     pending=pending.get(name, 0),
                     claimed_by=claim.worker_id if claim else None,
                     claim_expires_at=claim.expires_at if claim else None,
-                    domain=_domain_info(await self.store.get_domain(name)),
+                    domain=_domain_info(domains.get(name)),
                     pace_delay=state.pace_delay if slowed and state else None,
                     pace_reason=state.pace_reason if slowed and state else None,
                 )

@@ -10,7 +10,7 @@ connection, never a method reached through the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
@@ -36,6 +36,10 @@ class Plumbing(Protocol):
 
     async def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """The rows of one read query, by the query's name in the backend's namespace."""
+        ...
+
+    def text_list(self, values: Sequence[str]) -> Any:
+        """``values`` as a parameter its queries take for a list of text."""
         ...
 
     async def execute(

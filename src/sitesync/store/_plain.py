@@ -9,6 +9,7 @@ PostgreSQL row locks, JSON columns) stays in the backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from sitesync.errors import RunNotFound
@@ -65,6 +66,11 @@ class PlainRuns(Area[P]):
     async def get_domain(self, host: str) -> Domain | None:
         rows = await self._db.rows("select_domain", {"host": host})
         return self._db.decode.domain(rows[0]) if rows else None
+
+    async def get_domains(self, hosts: Sequence[str]) -> dict[str, Domain]:
+        rows = await self._db.rows("select_domains_of_hosts", {"hosts": self._db.text_list(hosts)})
+        domains = (self._db.decode.domain(row) for row in rows)
+        return {domain.host: domain for domain in domains}
 
 
 class TaskReads(Area[P]):
@@ -127,6 +133,11 @@ class PlainCoordination(Area[P]):
     async def get_host_state(self, host: str) -> HostState | None:
         rows = await self._db.rows("select_host_state", {"host": host})
         return host_state_from_row(rows[0]) if rows else None
+
+    async def get_host_states(self, hosts: Sequence[str]) -> dict[str, HostState]:
+        rows = await self._db.rows("select_host_states", {"hosts": self._db.text_list(hosts)})
+        states = (host_state_from_row(row) for row in rows)
+        return {state.host: state for state in states}
 
     async def save_host_pause(self, host: str, *, until: float) -> None:
         await self._db.execute("save_host_pause", {"host": host, "until": until})

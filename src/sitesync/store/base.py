@@ -179,6 +179,10 @@ class DomainStore(Protocol):
         """The domain, or None if it was never recorded."""
         ...
 
+    async def get_domains(self, hosts: Sequence[str]) -> dict[str, Domain]:
+        """Each of ``hosts`` that was ever recorded, by host, in one query."""
+        ...
+
 
 class Store(
     FrontierStore,

@@ -96,6 +96,10 @@ class CoordinationStore(Protocol):
         """The host's stored politeness state, or None."""
         ...
 
+    async def get_host_states(self, hosts: Sequence[str]) -> dict[str, HostState]:
+        """The stored politeness state of each of ``hosts`` that has one, in one query."""
+        ...
+
     async def save_host_pause(self, host: str, *, until: float) -> None:
         """Nothing may start on ``host`` before ``until`` (only ever moves later)."""
         ...

@@ -25,7 +25,7 @@ import os
 import random
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 import psycopg
@@ -120,6 +120,10 @@ class PostgresDb:
         self._check_open()
         async with errors_at(self.where):
             return await self._faults.run(functools.partial(self._attempt, work))
+
+    def text_list(self, values: Sequence[str]) -> list[str]:
+        """A list, sent as a ``text[]`` (``%(name)b::text[]`` in the queries)."""
+        return list(values)
 
     async def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[DictRow]:
         """The rows of one read query, outside a transaction; retried like a transaction."""

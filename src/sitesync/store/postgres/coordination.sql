@@ -108,6 +108,9 @@ DELETE FROM claims WHERE run_id = %(run_id)s AND worker_id = %(worker_id)s;
 -- name: select_host_state
 SELECT * FROM host_state WHERE host = %(host)s;
 
+-- name: select_host_states
+SELECT * FROM host_state WHERE host = ANY(%(hosts)b::text[]);
+
 -- name: save_host_pause
 INSERT INTO host_state (host, paused_until, updated_at) VALUES (%(host)s, %(until)s, %(now)s)
 ON CONFLICT (host) DO UPDATE

@@ -58,6 +58,9 @@ RETURNING id;
 -- name: select_domain
 SELECT * FROM domains WHERE host = %(host)s;
 
+-- name: select_domains_of_hosts
+SELECT * FROM domains WHERE host = ANY(%(hosts)b::text[]);
+
 -- name: upsert_domain_redirect
 -- Aliases accumulate in the row itself, in order of first sighting and never naming the
 -- canonical host, so two workers recording the same host at once both keep theirs.

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -93,6 +94,10 @@ class SqliteDb:
             return conn.execute(Q[query], params or {}).fetchall()
 
         return await self.read(work)
+
+    def text_list(self, values: Sequence[str]) -> str:
+        """A JSON array, read in the queries with ``json_each``."""
+        return json.dumps(list(values))
 
     async def execute(
         self, query: str, params: Mapping[str, Any], *, run_id: int | None = None

@@ -109,6 +109,9 @@ DELETE FROM claims WHERE run_id = :run_id AND worker_id = :worker_id;
 -- name: select_host_state
 SELECT * FROM host_state WHERE host = :host;
 
+-- name: select_host_states
+SELECT * FROM host_state WHERE host IN (SELECT value FROM json_each(:hosts));
+
 -- name: save_host_pause
 INSERT INTO host_state (host, paused_until, updated_at) VALUES (:host, :until, :now)
 ON CONFLICT (host) DO UPDATE

@@ -36,6 +36,9 @@ UPDATE runs SET config = :config WHERE id = :run_id;
 -- name: select_domain
 SELECT * FROM domains WHERE host = :host;
 
+-- name: select_domains_of_hosts
+SELECT * FROM domains WHERE host IN (SELECT value FROM json_each(:hosts));
+
 -- name: upsert_domain_redirect
 INSERT INTO domains (host, canonical_host, aliases, first_seen_at, updated_at)
 VALUES (:host, :canonical_host, :aliases, :now, :now)
