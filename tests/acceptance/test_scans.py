@@ -15,7 +15,8 @@ import pytest
 
 from sitesync.config import Settings
 from sitesync.models import Domain, Run, RunStatus
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.crawl import crawl
+from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.runs.scans import schedule_scan, start_due_scans
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec

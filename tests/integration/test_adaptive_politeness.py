@@ -26,7 +26,8 @@ from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import HostState, Run
 from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.readmodel.schema import RunSummary
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.crawl import crawl
+from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.store import open_store
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore

@@ -20,8 +20,9 @@ from sitesync.errors import ConfigError, FetchError
 from sitesync.fetch.base import FetchLimits, FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
 from sitesync.models import RunStatus, TaskState
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.crawl import crawl
 from sitesync.runs.deadhosts import host_failure
+from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.runs.wiring import fetch_limits, network_policy
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK, OUT_OF_SCOPE_IPS, Handler, LoopbackSite, SiteSpec

@@ -9,7 +9,8 @@ from aiohttp import web
 
 from sitesync.config import Settings, load_settings
 from sitesync.models import Run, RunStatus, Task, TaskState
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.crawl import crawl
+from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OUT_OF_SCOPE_IPS, LoopbackSite, SiteSpec
 

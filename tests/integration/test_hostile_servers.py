@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from sitesync.models import RunStatus, Task, TaskState
-from sitesync.runs.crawl import CrawlRequest
+from sitesync.runs.request import CrawlRequest
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OUT_OF_SCOPE_IPS, LoopbackSite, SiteSpec
 from tests.integration.test_crawl import fast_settings, run_crawl

@@ -24,7 +24,8 @@ from warcio.archiveiterator import ArchiveIterator
 from sitesync.cli import app
 from sitesync.config import Settings, load_settings
 from sitesync.models import Run, RunStatus
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.crawl import crawl
+from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import Handler, LoopbackSite, SiteSpec
 

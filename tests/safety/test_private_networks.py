@@ -30,7 +30,8 @@ from sitesync.fetch.browser import BrowserFetcher
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.netpolicy import ForbiddenAddress, IPAddress, NetworkPolicy, address_kind
 from sitesync.models import Run, Task
-from sitesync.runs.crawl import CrawlRequest, crawl, prepare_run
+from sitesync.runs.crawl import crawl
+from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.runs.wiring import network_policy
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore

@@ -46,6 +46,15 @@ def test_the_cli_starts_without_the_web_stack() -> None:
     assert _within(loaded, "sitesync.web", "fastapi", "starlette", "uvicorn") == set()
 
 
+def test_the_cli_starts_without_the_crawl_stack() -> None:
+    """``sitesync status``, ``pause`` or ``stop`` load no HTTP client: aiohttp alone was a
+    third of the CLI's start-up. Only the commands that crawl load it, when they run."""
+    loaded = _loaded_after("import sitesync.cli")
+    assert "sitesync.cli.crawl" in loaded  # the crawl command is registered all the same
+    crawl_stack = ("aiohttp", "sitesync.runs.crawl", "sitesync.runs.worker", "sitesync.fetch.http")
+    assert _within(loaded, *crawl_stack) == set()
+
+
 def _imports(path: Path) -> set[str]:
     """Every sitesync module ``path`` imports, anywhere in it (functions and
     ``TYPE_CHECKING`` blocks included)."""

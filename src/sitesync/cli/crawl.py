@@ -1,42 +1,21 @@
-"""``sitesync crawl``: crawl seeds, or resume a run, with a live progress bar."""
+"""``sitesync crawl`` and ``sitesync worker``: their options and arguments.
+
+What they run is in :mod:`sitesync.cli.crawling`, imported by each command when it runs:
+the crawl stack (aiohttp above all, a third of the CLI's start-up) is then loaded only by
+the commands that crawl, not by ``sitesync status``, ``pause`` or ``stop``.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
-import json
-import signal
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sitesync.cli._common import exit_code_of, plain_console
 from sitesync.cli.options import CRAWL, WORKER, Flags, from_flags, settings_flags
-from sitesync.cli.runs import run_table
-from sitesync.config import Settings
 from sitesync.errors import ConfigError
-from sitesync.models import Run, RunStatus
-from sitesync.plugins.loader import discover
-from sitesync.redact import redact
-from sitesync.runs.crawl import (
-    STOP_ON_CTRL_C,
-    CrawlRequest,
-    crawl,
-    prepare_run,
-    request_config,
-    validate_request,
-)
-from sitesync.runs.processes import Helpers, freeze_startup_heap, process_count
-from sitesync.runs.scans import finish_completed_scans
-from sitesync.runs.service import serve
-from sitesync.store import Store, open_store
-
-console = plain_console(stderr=True)
+from sitesync.runs.request import CrawlRequest
 
 SummaryJsonOption = Annotated[
     Path | None, typer.Option(help="Also write the final counters to this JSON file.")
@@ -100,26 +79,12 @@ def crawl_command(
         max_depth=max_depth,
         max_pages=max_pages,
     )
+    from sitesync.cli import crawling  # the crawl stack: see the module's docstring
+
     if queue:
-        _queue(settings, request)
+        crawling.queue(settings, request)
         return
-    crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
-
-
-def _queue(settings: Settings, request: CrawlRequest) -> None:
-    if request.resume_run_id is not None:
-        raise ConfigError("--queue creates a new run: give seed URLs, not --resume")
-    check_before_run(settings, request)
-    run = asyncio.run(_enqueue(settings, request))
-    plain_console().print(f"run {run.id} queued: 'sitesync supervise' or 'sitesync worker' runs it")
-
-
-async def _enqueue(settings: Settings, request: CrawlRequest) -> Run:
-    store = await open_store(settings.db, **settings.store_options())
-    try:
-        return await store.create_run(request_config(request, settings))
-    finally:
-        await store.close()
+    crawling.crawl_and_report(settings, request, progress=progress, summary_json=summary_json)
 
 
 @settings_flags(*WORKER)
@@ -155,178 +120,12 @@ def worker_command(
     if db_from_stdin:  # how supervise hands over a DSN: never on a command line
         flags = {**flags, "db": sys.stdin.readline().strip() or None}
     settings = from_flags(**flags)
+    from sitesync.cli import crawling  # the crawl stack: see the module's docstring
+
     if serve:
-        serve_runs(settings, run_id)
+        crawling.serve_runs(settings, run_id)
         return
     request = CrawlRequest(resume_run_id=run_id, join_any=run_id is None, join=True)
-    crawl_and_report(settings, request, progress=progress, summary_json=summary_json, worker=True)
-
-
-def serve_runs(settings: Settings, run_id: int | None) -> None:
-    if run_id is not None:
-        raise ConfigError("--serve crawls every active run: give no --run")
-    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)
-    console.print(
-        f"serving the runs of {redact(settings.db)}, up to {settings.serve_max_runs} at once"
+    crawling.crawl_and_report(
+        settings, request, progress=progress, summary_json=summary_json, worker=True
     )
-    freeze_startup_heap()
-    asyncio.run(serve(settings))
-    console.print("left every run it served; they go on without this service")
-
-
-#: ``crawl`` left a run that goes on without it (SIGTERM): 128 + SIGTERM, as a shell shows.
-EXIT_LEFT_RUN = 143
-
-
-def crawl_and_report(
-    settings: Settings,
-    request: CrawlRequest,
-    *,
-    progress: bool,
-    summary_json: Path | None,
-    worker: bool = False,
-) -> None:
-    """Crawl, print the run's table, and exit with the run's status as the exit code.
-
-    The foreground crawl is the run's own terminal: Ctrl-C stops the run. A ``worker`` is
-    one process among several: any signal makes it leave, and leaving is a clean exit.
-    """
-    check_before_run(settings, request)
-    started = time.monotonic()
-    stop_signals = frozenset() if worker else STOP_ON_CTRL_C
-    count = 0 if worker else process_count(settings) - 1
-    freeze_startup_heap()  # before the helpers fork: they inherit it
-    # Before the store is opened and the event loop runs: see Helpers.
-    helpers = Helpers.fork(
-        count, functools.partial(_crawl_as_helper, settings), drain_timeout=settings.drain_timeout
-    )
-    try:
-        run = asyncio.run(
-            _crawl(
-                settings, request, show_progress=progress, stop_signals=stop_signals,
-                helpers=helpers,
-            )
-        )  # fmt: skip
-    finally:
-        helpers.finish()
-    elapsed = time.monotonic() - started
-    plain_console().print(run_table(run))
-    if summary_json is not None:
-        summary_json.write_text(json.dumps(_summary(run, elapsed), indent=2) + "\n")
-    if run.status is RunStatus.STOPPED:
-        console.print(f"stopped: resume with 'sitesync crawl --resume {run.id}'")
-        raise typer.Exit(130)
-    if not run.status.is_terminal:  # this process left; the run goes on without it
-        console.print(
-            f"left run {run.id}, which stays {run.status.value}: 'sitesync worker --run "
-            f"{run.id}' or 'sitesync crawl --resume {run.id}' carries on with it"
-        )
-        raise typer.Exit(0 if worker else EXIT_LEFT_RUN)
-    if run.status is not RunStatus.COMPLETED:
-        raise typer.Exit(1)
-
-
-def check_before_run(settings: Settings, request: CrawlRequest) -> None:
-    """Every setting that would end the run at once, checked before a run row is created
-    (the store's reachability is checked by opening it, also before)."""
-    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)
-    validate_request(request, settings)
-
-
-def _crawl_as_helper(settings: Settings, run_id: int) -> int:
-    """A forked helper of ``crawl``: ``sitesync worker --run RUN_ID`` with the crawl's
-    settings, quiet but for the log; its exit code."""
-    console.quiet = True
-    request = CrawlRequest(resume_run_id=run_id, join=True, helper=True)
-    return exit_code_of(
-        lambda: crawl_and_report(settings, request, progress=False, summary_json=None, worker=True)
-    )
-
-
-async def _crawl(
-    settings: Settings,
-    request: CrawlRequest,
-    *,
-    show_progress: bool,
-    stop_signals: frozenset[signal.Signals],
-    helpers: Helpers,
-) -> Run:
-    store = await open_store(settings.db, **settings.store_options())
-    try:
-        run = await prepare_run(store, request, settings)
-        if run.status is RunStatus.COMPLETED:  # a worker that joined too late
-            await finish_completed_scans(store)  # in case the one that completed it died
-            console.print(f"run {run.id} is already completed: nothing to do")
-            return run
-        console.print(
-            f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {redact(settings.db)}"
-        )
-        if run.status is RunStatus.PAUSED:
-            console.print(f"run {run.id} is paused: waiting for 'sitesync resume {run.id}'")
-        helpers.start(run.id)  # they crawl it beside this process until told it is over
-        if not show_progress:
-            return await crawl(store, run, settings, stop_signals=stop_signals)
-        return await _crawl_with_progress(store, run, settings, stop_signals)
-    finally:
-        await store.close()
-
-
-async def _crawl_with_progress(
-    store: Store, run: Run, settings: Settings, stop_signals: frozenset[signal.Signals]
-) -> Run:
-    progress = Progress(
-        TextColumn("[bold]run {task.fields[run_id]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]:>7.1f} pages/s"),
-        TextColumn("pending {task.fields[pending]}"),
-        TextColumn("errors {task.fields[errors]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-    bar = progress.add_task("crawl", total=None, run_id=run.id, rate=0.0, pending=0, errors=0)
-
-    async def refresh() -> None:
-        # The rate of every process of the run (helpers included), from its counters.
-        started, fetched_before = time.monotonic(), run.counters.pages_fetched
-        while True:
-            await asyncio.sleep(0.5)
-            current = await store.get_run(run.id)
-            counters = current.counters
-            fetched = counters.pages_fetched - fetched_before
-            rate = fetched / max(1e-6, time.monotonic() - started)
-            progress.update(
-                bar,
-                completed=counters.completed + counters.failed,
-                total=counters.tasks_total,
-                rate=rate,
-                pending=counters.pending + counters.assigned,
-                errors=counters.failed + counters.retries,
-            )
-
-    with progress:
-        updater = asyncio.ensure_future(refresh())
-        try:
-            return await crawl(store, run, settings, stop_signals=stop_signals)
-        finally:
-            updater.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await updater
-
-
-def _summary(run: Run, elapsed: float) -> dict[str, object]:
-    counters = run.counters
-    return {
-        "run_id": run.id,
-        "status": run.status.value,
-        "elapsed_seconds": round(elapsed, 3),
-        "tasks_total": counters.tasks_total,
-        "completed": counters.completed,
-        "failed": counters.failed,
-        "pending": counters.pending,
-        "assigned": counters.assigned,
-        "pages_fetched": counters.pages_fetched,
-        "bytes_fetched": counters.bytes_fetched,
-        "retries": counters.retries,
-    }

@@ -22,13 +22,12 @@ import typer
 from rich.table import Table
 
 from sitesync.cli._common import plain_console, styled, with_store
-from sitesync.cli.crawl import crawl_and_report
 from sitesync.cli.options import NETWORK, DbOption, Flags, from_flags, settings_flags
 from sitesync.config import Settings
 from sitesync.errors import ConfigError, InvalidURL, ScanConflict
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
 from sitesync.models import Domain, DomainScan, Schedule
-from sitesync.runs.crawl import CrawlRequest
+from sitesync.runs.request import CrawlRequest
 from sitesync.runs.scans import schedule_scan, start_scan
 from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
@@ -313,7 +312,9 @@ def scan_command(
             soft_wrap=True,
         )
         return
-    crawl_and_report(
+    from sitesync.cli import crawling  # the crawl stack, loaded only to crawl (cli/crawl.py)
+
+    crawling.crawl_and_report(
         settings, CrawlRequest(resume_run_id=run.id), progress=progress, summary_json=None
     )
 

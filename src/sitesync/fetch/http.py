@@ -25,7 +25,8 @@ from sitesync.fetch.base import (
     parse_retry_after,
 )
 from sitesync.fetch.lookups import NameLookups
-from sitesync.fetch.netpolicy import GuardedResolver, NetworkPolicy, forbidden_cause
+from sitesync.fetch.netpolicy import NetworkPolicy, forbidden_cause
+from sitesync.fetch.resolver import GuardedResolver
 from sitesync.fetch.text import header_text, safe_text
 from sitesync.urls import resolve_link
 from sitesync.useragent import DEFAULT_USER_AGENT, PRODUCT, default_user_agent

@@ -15,17 +15,12 @@ when checked and to a private one when used (DNS rebinding) is refused all the s
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
-
-from sitesync.fetch.lookups import NameLookups
 from sitesync.networks import IPAddress, IPNetwork, parse_address, parse_networks
 
 OPEN_HINT = "open it with allowed_networks or allow_private_networks"
@@ -140,42 +135,6 @@ class NetworkPolicy:
         )
 
 
-class GuardedResolver(AbstractResolver):
-    """The default resolver, minus the addresses the policy refuses.
-
-    Not the guard itself (that is :meth:`NetworkPolicy.socket_factory`, on the address
-    connected to): it lets a name with both public and refused addresses connect to the
-    public ones, and a name with only refused ones fail with :class:`ForbiddenAddress`.
-    """
-
-    def __init__(self, policy: NetworkPolicy, lookups: NameLookups) -> None:
-        self._policy = policy
-        # aiohttp's own resolver, asking ``lookups`` instead of the event loop for the two
-        # calls it makes (getaddrinfo, getnameinfo): its threads and time bound, not the
-        # loop's shared executor (see fetch/lookups.py).
-        self._inner = ThreadedResolver(loop=cast(asyncio.AbstractEventLoop, lookups))
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        resolved = await self._inner.resolve(host, port, family)
-        kept: list[ResolveResult] = []
-        first_refusal: ForbiddenAddress | None = None
-        for entry in resolved:
-            ip = parse_address(entry["host"])
-            refused = self._policy.refusal(ip) if ip is not None else None
-            if refused is None:
-                kept.append(entry)
-            elif first_refusal is None:
-                first_refusal = refused
-        if not kept and first_refusal is not None:
-            raise ForbiddenAddress(f"{host} ({first_refusal.address})", first_refusal.kind)
-        return kept
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
 def forbidden_cause(exc: BaseException) -> ForbiddenAddress | None:
     """The :class:`ForbiddenAddress` behind an aiohttp connection error, if that was why."""
     seen: set[int] = set()
@@ -193,7 +152,6 @@ def forbidden_cause(exc: BaseException) -> ForbiddenAddress | None:
 
 __all__ = [
     "ForbiddenAddress",
-    "GuardedResolver",
     "IPAddress",
     "IPNetwork",
     "NetworkPolicy",

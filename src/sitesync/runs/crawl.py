@@ -7,23 +7,18 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sitesync.config import Settings
 from sitesync.errors import (
     ConfigError,
-    IllegalTransition,
     PluginError,
-    RunNotFound,
     StoreUnavailable,
 )
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.null import NullFetcher
 from sitesync.fetch.polite import LateClient
-from sitesync.frontier.frontier import normalize_seeds
-from sitesync.frontier.scope import Scope
-from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
+from sitesync.models import Run, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs import taskdump
 from sitesync.runs.processes import FOREGROUND_DONE
@@ -35,87 +30,6 @@ from sitesync.store.base import Store
 from sitesync.urls import set_session_params
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CrawlRequest:
-    """What the user asked for: a new run from seeds, or a run to resume."""
-
-    seeds: tuple[str, ...] = ()
-    resume_run_id: int | None = None
-    allowed_domains: tuple[str, ...] = ()
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    max_depth: int | None = None
-    max_pages: int | None = None
-    join_any: bool = False  # no run named: join the oldest running (or queued) run
-    join: bool = False  # a worker joining: a run that already completed is not an error
-    helper: bool = False  # a helper process of a crawl: joins the run as it is, never resumes it
-
-
-#: Runs a process joins as they are, without moving them.
-_JOINABLE = frozenset({RunStatus.RUNNING, RunStatus.PAUSED})
-
-
-async def prepare_run(store: Store, request: CrawlRequest, settings: Settings) -> Run:
-    """Create the run (status running), or move the run to resume back to running."""
-    if request.join_any:
-        run = await pick_runnable(store)
-        if run.status is RunStatus.RUNNING:
-            return run
-        return await store.transition_run(run.id, RunStatus.RUNNING)
-    if request.resume_run_id is not None:
-        run = await store.get_run(request.resume_run_id)
-        if (
-            run.status in _JOINABLE
-            or request.helper
-            or (request.join and run.status is RunStatus.COMPLETED)
-        ):
-            # A crash left it running: its dead worker's leases expire and are reclaimed.
-            # A paused run stays paused whoever joins: crawl() waits for `sitesync resume`.
-            return run
-        if RunStatus.RUNNING not in RUN_TRANSITIONS[run.status]:
-            raise IllegalTransition(f"run {run.id} is {run.status.value} and cannot be resumed")
-        return await store.transition_run(run.id, RunStatus.RUNNING, reason="resumed")
-    run = await store.create_run(request_config(request, settings))
-    return await store.transition_run(run.id, RunStatus.RUNNING)
-
-
-def validate_request(request: CrawlRequest, settings: Settings) -> None:
-    """Raise ``ConfigError`` (or ``InvalidURL``) for anything that would end a run at once,
-    before a run row exists: the seeds and include/exclude patterns of a new run, and a
-    browser fetcher that cannot start here. Plugins are checked by ``discover``."""
-    if not (request.join_any or request.resume_run_id is not None):
-        config = request_config(request, settings)
-        Scope.from_config(config, frozenset())
-    if settings.fetcher == "browser":
-        from sitesync.fetch.browser import check_browser
-
-        check_browser(settings.browser_executable)
-
-
-def request_config(request: CrawlRequest, settings: Settings) -> RunConfig:
-    """The stored configuration of a new run (seeds normalized; bad ones named)."""
-    set_session_params(settings.session_params)
-    return RunConfig(
-        seeds=tuple(normalize_seeds(request.seeds)),
-        allowed_domains=request.allowed_domains,
-        include=request.include,
-        exclude=request.exclude,
-        max_depth=request.max_depth,
-        max_pages=request.max_pages,
-        max_retries=settings.max_retries,
-    )
-
-
-async def pick_runnable(store: Store) -> Run:
-    """The oldest running run, else the oldest queued one."""
-    runs = await store.list_runs(limit=1000)
-    for status in (RunStatus.RUNNING, RunStatus.QUEUED):
-        candidates = [run for run in runs if run.status is status]
-        if candidates:
-            return min(candidates, key=lambda run: run.id)
-    raise RunNotFound("no running or queued run to join: start one with 'sitesync crawl URL'")
 
 
 #: Ctrl-C on the foreground ``sitesync crawl`` stops the run: that terminal is the run's own.

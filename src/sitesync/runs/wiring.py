@@ -11,7 +11,7 @@ from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.netpolicy import NetworkPolicy
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.networks import parse_networks
-from sitesync.runs.worker import WorkerOptions
+from sitesync.runs.options import WorkerOptions
 
 
 def network_policy(settings: Settings) -> NetworkPolicy:
