@@ -7,7 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import pytest
 from typer.main import get_command
@@ -75,6 +75,34 @@ def test_every_flag_the_sources_name_exists() -> None:
 def test_every_flag_the_docs_name_exists(doc: Path) -> None:
     named = set(FLAG.findall(doc.read_text(encoding="utf-8")))
     assert named - _cli_flags() - _benchmark_flags() - FOREIGN_FLAGS == set()
+
+
+def _choices() -> dict[str, set[str]]:
+    """The values each flag of a ``Literal`` setting takes (``--fetcher``: http, ...)."""
+    found: dict[str, set[str]] = {}
+    for flag in FLAGS.values():
+        annotation = Settings.model_fields[flag.setting].annotation
+        if get_origin(annotation) is Literal:
+            found[flag.name] = {str(value) for value in get_args(annotation)}
+    return found
+
+
+def test_every_value_the_docs_and_sources_give_a_choice_flag_is_one_of_its_choices() -> None:
+    choices = _choices()
+    assert {"http", "browser", "null"} == choices["--fetcher"]  # the walk found them
+    given = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)[ =]([a-z][a-z0-9_-]*)")
+    texts = [(doc.name, doc.read_text(encoding="utf-8")) for doc in _docs()]
+    wrong = {
+        (where, flag, value)
+        for where, text in [*texts, *_source_strings()]
+        for flag, value in given.findall(text)
+        if flag in choices and value not in choices[flag]
+    }
+    assert wrong == set()
+
+
+def _docs() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _benchmark_flags() -> set[str]:
