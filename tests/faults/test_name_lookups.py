@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -67,6 +67,7 @@ async def test_hung_names_fail_in_the_timeout_and_cost_one_thread_each() -> None
         elapsed = time.monotonic() - started
     finally:
         resolver.release()
+        lookups.close()
     assert {info[4][0] for info in healthy} & {"127.0.0.1", "::1"}
     assert healthy_after < 0.4  # not queued behind the sixty hung lookups
     assert all(isinstance(o, socket.gaierror) and o.errno == socket.EAI_AGAIN for o in outcomes)
@@ -139,6 +140,7 @@ async def test_a_fetch_whose_name_hangs_is_unreachable_and_others_go_on(local_se
             failed = await asyncio.gather(*hung)
     finally:
         resolver.release()
+        lookups.close()
     assert ok.outcome is FetchOutcome.SUCCESS and ok.status == 200
     assert ok_after < 0.4
     for result in failed:
@@ -176,6 +178,7 @@ async def test_the_browser_guard_proxy_bounds_a_hung_lookup_the_same_way(
         refused = await hung
     finally:
         resolver.release()
+        lookups.close()
         await proxy.close()
     assert healthy.startswith(b"HTTP/1.1 200") and healthy_after < 0.4
     assert refused.startswith(b"HTTP/1.1 502")
@@ -183,3 +186,38 @@ async def test_the_browser_guard_proxy_bounds_a_hung_lookup_the_same_way(
     problem = proxy.problem("stuck.hang.test", 443, since=since)
     assert problem == (False, "net::ERR_NAME_NOT_RESOLVED at stuck.hang.test:443 (proxy)")
     assert problem is not None and no_connection(problem[1])  # a dead host's failure
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 2.0) -> bool:
+    """Polled without the event loop: a leaving thread does not need it."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+async def test_closed_lookups_let_their_threads_go_the_hung_one_when_it_returns() -> None:
+    resolver = HangingResolver()
+    lookups = NameLookups(0.2, threads=4, lookup=resolver)
+    hung = asyncio.ensure_future(resolve(lookups, "stuck.hang.test"))
+    await asyncio.sleep(0.05)
+    await resolve(lookups, "localhost")  # on a second thread, idle after
+    with pytest.raises(socket.gaierror):
+        await hung
+    assert (lookups.threads, lookups.live_threads) == (2, 2)
+    lookups.close()
+    assert wait_until(lambda: lookups.live_threads == 1)  # the idle one left at once
+    resolver.release()
+    assert wait_until(lambda: lookups.live_threads == 0)  # the other once its lookup returned
+    with pytest.raises(RuntimeError, match="closed"):
+        await resolve(lookups, "localhost")
+
+
+async def test_a_fetcher_lets_its_own_lookup_threads_go_when_it_closes(local_server: int) -> None:
+    # A `worker --serve` makes a fetcher for every run it serves, for months on end.
+    async with HttpFetcher(network=OPEN_LOOPBACK) as fetcher:
+        lookups = fetcher.lookups
+        assert lookups is not None
+        result = await fetcher.fetch(f"http://localhost:{local_server}/")
+        assert result.outcome is FetchOutcome.SUCCESS and lookups.live_threads >= 1
+    assert wait_until(lambda: lookups.live_threads == 0)

@@ -54,7 +54,9 @@ class GuardProxy:
     ) -> None:
         self.policy = policy
         self.connect_timeout = connect_timeout
-        # Bounded by connect_timeout, on threads of their own (fetch/lookups.py).
+        # Bounded by connect_timeout, on threads of their own (fetch/lookups.py); its own
+        # are let go at close.
+        self._own_lookups = lookups is None
         self._lookups = lookups or NameLookups(connect_timeout)
         self._server: asyncio.Server | None = None
         self._problems: OrderedDict[str, tuple[float, bool, str]] = OrderedDict()
@@ -72,6 +74,8 @@ class GuardProxy:
             self._server = None
         for task in list(self._connections):
             task.cancel()
+        if self._own_lookups:
+            self._lookups.close()
 
     def problem(self, host: str, port: int, *, since: float) -> tuple[bool, str] | None:
         """(refused, why) for the last request to ``host:port`` since ``since`` (monotonic)

@@ -49,8 +49,10 @@ class HttpFetcher:
         lookups: NameLookups | None = None,
     ) -> None:
         self.limits = limits or FetchLimits()
-        # Name lookups on threads of their own, bounded by connect_timeout (fetch/lookups.py).
-        self.lookups = lookups or NameLookups(self.limits.connect_timeout)
+        # Name lookups on threads of their own, bounded by connect_timeout (fetch/lookups.py):
+        # the ones given, or this fetcher's own from __aenter__ to __aexit__.
+        self._lookups_given = lookups
+        self.lookups: NameLookups | None = None
         # Unless opened, non-public addresses are refused (fetch/netpolicy.py).
         self.network = network or NetworkPolicy()
         self._headers = {"User-Agent": user_agent, **(extra_headers or {})}
@@ -60,6 +62,7 @@ class HttpFetcher:
         self._resolver: GuardedResolver | None = None
 
     async def __aenter__(self) -> HttpFetcher:
+        self.lookups = self._lookups_given or NameLookups(self.limits.connect_timeout)
         self._resolver = GuardedResolver(self.network, self.lookups)
         connector = aiohttp.TCPConnector(
             limit=self._max_connections,
@@ -88,6 +91,9 @@ class HttpFetcher:
         if self._resolver is not None:  # the connector closes only resolvers it made
             await self._resolver.close()
             self._resolver = None
+        if self.lookups is not None and self._lookups_given is None:  # its threads go
+            self.lookups.close()
+        self.lookups = None
 
     async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         started = time.monotonic()

@@ -92,6 +92,19 @@ class NameLookups:
         """Threads started so far (busy or idle)."""
         return self._pool.started
 
+    @property
+    def live_threads(self) -> int:
+        """Threads still running (after :meth:`close`: those still in a lookup)."""
+        return sum(thread.is_alive() for thread in self._pool.threads)
+
+    def close(self) -> None:
+        """Let every thread go: idle ones at once, one still in a lookup once it returns.
+
+        A long-lived ``worker --serve`` makes a fetcher, so a ``NameLookups``, for every run
+        it serves: without this each would keep its idle threads for good.
+        """
+        self._pool.close()
+
 
 class _DaemonPool:
     """Up to ``size`` daemon threads taking jobs from one queue, started as jobs need them.
@@ -103,17 +116,21 @@ class _DaemonPool:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()  # None: leave
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job that no job has been promised to
         self._backlog = 0  # jobs queued while every thread was busy
+        self._closed = False
         self.started = 0
+        self.threads: list[threading.Thread] = []
 
     def submit(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         start = False
         with self._lock:
+            if self._closed:
+                raise RuntimeError("name lookups already closed")
             if self._idle:
                 self._idle -= 1  # promised to this job
             elif self.started < self._size:
@@ -123,13 +140,26 @@ class _DaemonPool:
                 self._backlog += 1
         self._jobs.put((call, loop, future))
         if start:
-            name = f"sitesync-lookup-{self.started}"
-            threading.Thread(target=self._work, name=name, daemon=True).start()
+            thread = threading.Thread(target=self._work, name="sitesync-lookup", daemon=True)
+            self.threads.append(thread)
+            thread.start()
         return future
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            count = self.started
+        for _ in range(count):  # behind the jobs already queued: each thread takes one
+            self._jobs.put(None)
 
     def _work(self) -> None:
         while True:
-            call, loop, future = self._jobs.get()
+            job = self._jobs.get()
+            if job is None:
+                return
+            call, loop, future = job
             try:
                 result = call()
             except BaseException as exc:  # handed to the waiter, whatever it is
