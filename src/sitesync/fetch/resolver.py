@@ -19,7 +19,8 @@ from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, parse_addr
 
 
 class GuardedResolver(AbstractResolver):
-    """The default resolver, minus the addresses the policy refuses.
+    """aiohttp's threaded resolver over :class:`NameLookups`, minus the addresses the policy
+    refuses.
 
     Not the guard itself (that is :meth:`NetworkPolicy.socket_factory`, on the address
     connected to): it lets a name with both public and refused addresses connect to the
