@@ -90,7 +90,7 @@ class NameLookups:
     @property
     def threads(self) -> int:
         """Threads started so far (busy or idle)."""
-        return self._pool.started
+        return len(self._pool.threads)
 
     @property
     def live_threads(self) -> int:
@@ -121,28 +121,25 @@ class _DaemonPool:
         self._idle = 0  # threads waiting for a job that no job has been promised to
         self._backlog = 0  # jobs queued while every thread was busy
         self._closed = False
-        self.started = 0
-        self.threads: list[threading.Thread] = []
+        self.threads: list[threading.Thread] = []  # every one started, none ever removed
 
     def submit(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        start = False
+        new: threading.Thread | None = None
         with self._lock:
             if self._closed:
                 raise RuntimeError("name lookups already closed")
             if self._idle:
                 self._idle -= 1  # promised to this job
-            elif self.started < self._size:
-                self.started += 1
-                start = True
+            elif len(self.threads) < self._size:
+                new = threading.Thread(target=self._work, name="sitesync-lookup", daemon=True)
+                self.threads.append(new)
             else:
                 self._backlog += 1
         self._jobs.put((call, loop, future))
-        if start:
-            thread = threading.Thread(target=self._work, name="sitesync-lookup", daemon=True)
-            self.threads.append(thread)
-            thread.start()
+        if new is not None:
+            new.start()
         return future
 
     def close(self) -> None:
@@ -150,7 +147,7 @@ class _DaemonPool:
             if self._closed:
                 return
             self._closed = True
-            count = self.started
+            count = len(self.threads)
         for _ in range(count):  # behind the jobs already queued: each thread takes one
             self._jobs.put(None)
 
