@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.guard_proxy import GuardProxy
@@ -27,6 +26,7 @@ from sitesync.fetch.lookups import NameLookups
 from sitesync.models import FetchOutcome
 from sitesync.runs.deadhosts import no_connection
 from sitesync.testing.spec import OPEN_LOOPBACK
+from tests.safety._standins import PUBLIC_IP, StandIn, serving
 
 
 class HangingResolver:
@@ -108,20 +108,11 @@ async def test_a_lookup_answered_after_every_waiter_left_is_no_error() -> None:
 
 @pytest.fixture
 async def local_server() -> AsyncIterator[int]:
-    async def page(request: web.Request) -> web.Response:
-        return web.Response(text="<html><body>ok</body></html>", content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port: int = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield port
-    finally:
-        await runner.cleanup()
+    """A page on 127.0.0.1, where ``localhost`` resolves: its port."""
+    site = StandIn(PUBLIC_IP)
+    site.html("/", "<html><body>ok</body></html>")
+    async with serving(site):
+        yield site.port
 
 
 async def test_a_fetch_whose_name_hangs_is_unreachable_and_others_go_on(local_server: int) -> None:
