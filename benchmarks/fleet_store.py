@@ -266,12 +266,12 @@ async def _read_model(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Latencies of ``sitesync status`` and of the dashboard's run page over this frontier."""
     overview = Overview(store, OverviewOptions())
-    status_s = await _series(overview.status, samples, budget)
-    page_s = await _series(lambda: overview.detail(run_id), samples, budget)
+    status_s = await series(overview.status, samples, budget)
+    page_s = await series(lambda: overview.detail(run_id), samples, budget)
     return latency_summary(status_s), latency_summary(page_s)
 
 
-async def _series(call: Callable[[], Awaitable[Any]], samples: int, budget: float) -> list[float]:
+async def series(call: Callable[[], Awaitable[Any]], samples: int, budget: float) -> list[float]:
     """Seconds of each of up to ``samples`` calls, stopping after ``budget`` seconds once
     there are 10."""
     seconds: list[float] = []
@@ -309,7 +309,7 @@ async def _measure(
     store: Store, run_id: int, point: LatencyPoint, samples: int, limit: int,
     claim_samples: int, budget: float,
 ) -> None:  # fmt: skip
-    claim_s = await _series(lambda: claim(store, run_id), claim_samples, budget)
+    claim_s = await series(lambda: claim(store, run_id), claim_samples, budget)
     acquire_s: list[float] = []
     got = 0
     started = time.perf_counter()

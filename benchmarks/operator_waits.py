@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -24,10 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
+from fleet_stats import latency_summary
+from fleet_store import running_run, series
+from workers import fresh_store
 
-from sitesync.models import NewTask, RunConfig, RunStatus
+from sitesync.models import NewTask
 from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.store import open_store
 
@@ -55,42 +55,24 @@ def command_start(db: Path, runs: int) -> None:
 async def run_page(db: str, label: str, hosts: int, samples: int) -> None:
     store = await open_store(db)
     try:
-        run = await store.create_run(RunConfig(seeds=("http://h0.test/",)))
-        await store.transition_run(run.id, RunStatus.RUNNING)
+        run_id = await running_run(store)
         names = [f"h{n}.test" for n in range(hosts)]
         tasks = [NewTask(url=f"http://{h}/p{i}", host=h, depth=0) for h in names for i in (1, 2)]
-        await store.add_tasks(run.id, tasks)
+        await store.add_tasks(run_id, tasks)
         for host in names:
             await store.save_host_pace(host, delay=2.0, concurrency=1, reason="429", since=1.0)
             await store.record_root_redirect(host, canonical_host=f"www.{host}", aliases=[])
         overview = Overview(store, OverviewOptions())
-        detail = await overview.detail(run.id)
+        detail = await overview.detail(run_id)
         shown = [h for h in detail.hosts if h.domain is not None and h.pace_reason]
         assert len(shown) == min(hosts, 500), len(shown)  # the page found every row
-        seconds = []
-        for _ in range(samples):
-            started = time.perf_counter()
-            await overview.detail(run.id)
-            seconds.append(time.perf_counter() - started)
+        summary = latency_summary(await series(lambda: overview.detail(run_id), samples, 1e9))
         print(
-            f"run page, {label}, {hosts} hosts: median {statistics.median(seconds) * 1000:.1f} "
-            f"ms, slowest {max(seconds) * 1000:.1f} ms ({samples} reads)"
+            f"run page, {label}, {hosts} hosts: median {summary['p50_ms']:.1f} ms, "
+            f"slowest {summary['max_ms']:.1f} ms ({samples} reads)"
         )
     finally:
         await store.close()
-
-
-def postgres_run_page(dsn: str, hosts: int, samples: int) -> None:
-    schema = f"sitesync_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    try:
-        sep = "&" if "?" in dsn else "?"
-        asyncio.run(run_page(f"{dsn}{sep}options=-csearch_path%3D{schema}", "PostgreSQL",
-                             hosts, samples))  # fmt: skip
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def main() -> None:
@@ -100,11 +82,13 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=30, help="reads of the run page")
     p.add_argument("--pg-dsn", default=os.environ.get("SITESYNC_BENCH_POSTGRES_DSN"))
     args = p.parse_args()
-    with tempfile.TemporaryDirectory(prefix="sitesync-operator-") as tmp:
-        command_start(Path(tmp) / "start.db", args.runs)
-        asyncio.run(run_page(str(Path(tmp) / "page.db"), "SQLite", args.hosts, args.samples))
-    if args.pg_dsn:
-        postgres_run_page(args.pg_dsn, args.hosts, args.samples)
+    with tempfile.TemporaryDirectory(prefix="sitesync-operator-") as tmp_name:
+        tmp = Path(tmp_name)
+        command_start(tmp / "start.db", args.runs)
+        backends = [("sqlite", "SQLite")] + ([("postgres", "PostgreSQL")] if args.pg_dsn else [])
+        for backend, label in backends:
+            with fresh_store(backend, tmp, args.pg_dsn or "") as db:
+                asyncio.run(run_page(db, label, args.hosts, args.samples))
 
 
 if __name__ == "__main__":
