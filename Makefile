@@ -1,6 +1,9 @@
 # Every developer task is one command. uv is bootstrapped into .tools/ if it is not on PATH.
 UV := $(or $(shell command -v uv 2>/dev/null),.tools/bin/uv)
 PYTEST_ARGS ?=
+# Tests in parallel (tests/conftest.py: two workers per core), handed out one at a time so
+# that the slow ones, which go first, spread over every worker; the 25 slowest are listed.
+PYTEST_PARALLEL ?= -n auto --dist load --maxschedchunk 1 --durations 25
 
 .PHONY: install install-dev system-deps lint typecheck unit test docs bench bench-fleet crawl clean
 
@@ -25,7 +28,7 @@ system-deps:  ## Debian packages the tests need (chromium, PostgreSQL binaries);
 	bash scripts/ensure-system-deps.sh
 
 unit: install-dev system-deps  ## the pytest suite alone
-	$(UV) run --no-sync pytest $(PYTEST_ARGS)
+	$(UV) run --no-sync pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test: lint typecheck unit  ## the whole suite: what .ci/run calls
 

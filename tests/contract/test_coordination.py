@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from sitesync.models import HostStatus, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store.base import Store
+from tests._clock import FakeClock
 from tests.contract.test_frontier_store import task
 
 HOSTS = ["a.test", "b.test", "c.test", "d.test"]
@@ -53,19 +51,24 @@ async def test_acquire_takes_only_claimed_hosts(store: Store) -> None:
     assert {lease.host for lease in leases} == mine and len(leases) == 2 * len(mine)
 
 
-async def test_an_expired_claim_is_taken_over_and_a_renewed_one_is_not(store: Store) -> None:
+async def test_an_expired_claim_is_taken_over_and_a_renewed_one_is_not(
+    store: Store, clock: FakeClock
+) -> None:
     run_id = await run_with_hosts(store)
     await join(store, run_id, "dead")
     await join(store, run_id, "alive")
-    dead = await claim(store, run_id, "dead", seconds=0.1)
+    dead = await claim(store, run_id, "dead", seconds=10)
     alive = await claim(store, run_id, "alive")
-    await asyncio.sleep(0.15)
-    # the dead worker's heartbeat is now older than the ttl: "alive" is the only live one,
-    # so it renews its own claims and takes over the expired ones
-    taken = await claim(store, run_id, "alive", ttl=0.1)
+    clock.advance(9.9)
+    # not yet expired: "alive" renews its own claims and takes none of the dead worker's
+    assert await claim(store, run_id, "alive", ttl=100) == alive
+    clock.advance(0.2)
+    # the dead worker's claims have expired and its heartbeat is older than the ttl: "alive"
+    # is the only live one, so it renews its own claims and takes over the expired ones
+    taken = await claim(store, run_id, "alive", ttl=10)
     assert alive <= taken and dead & taken
     claims = {
-        c.host: c.worker_id for c in await store.list_claims(run_id) if c.expires_at > time.time()
+        c.host: c.worker_id for c in await store.list_claims(run_id) if c.expires_at > clock.now
     }
     assert set(claims.values()) == {"alive"}
     # the dead worker cannot renew a claim it lost

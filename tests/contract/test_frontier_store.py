@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 
 import pytest
 
@@ -23,6 +22,7 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store.base import Store
+from tests._clock import FakeClock
 
 
 def task(n: int, host: str = "a.test", depth: int = 1, priority: int = 0) -> NewTask:
@@ -111,22 +111,25 @@ async def test_exclude_hosts_skips_those_hosts(store: Store) -> None:
     assert [lease.host for lease in leases] == ["b.test"]
 
 
-async def test_expired_lease_is_reclaimed_by_the_next_acquire(store: Store) -> None:
+async def test_expired_lease_is_reclaimed_by_the_next_acquire(
+    store: Store, clock: FakeClock
+) -> None:
     run_id = await running_run(store)
     await store.add_tasks(run_id, [task(1)])
-    [old] = await store.acquire(run_id, worker_id="dead", limit=1, lease_seconds=0.05)
+    [old] = await store.acquire(run_id, worker_id="dead", limit=1, lease_seconds=5)
+    clock.advance(4.9)
     assert await store.acquire(run_id, worker_id="w2", limit=1, lease_seconds=30) == []
-    await asyncio.sleep(0.1)
+    clock.advance(0.2)
     [new] = await store.acquire(run_id, worker_id="w2", limit=1, lease_seconds=30)
     assert new.task_id == old.task_id and new.token != old.token and new.attempt_count == 2
     await assert_counters_match_tasks(store, run_id)
 
 
-async def test_a_report_under_a_lost_lease_changes_nothing(store: Store) -> None:
+async def test_a_report_under_a_lost_lease_changes_nothing(store: Store, clock: FakeClock) -> None:
     run_id = await running_run(store)
     await store.add_tasks(run_id, [task(1)])
-    [old] = await store.acquire(run_id, worker_id="zombie", limit=1, lease_seconds=0.05)
-    await asyncio.sleep(0.1)
+    [old] = await store.acquire(run_id, worker_id="zombie", limit=1, lease_seconds=5)
+    clock.advance(5.1)
     [new] = await store.acquire(run_id, worker_id="w2", limit=1, lease_seconds=30)
     before = await store.get_run(run_id)
     late = TaskReport(lease=old, ok=True, http_status=200, bytes_fetched=10, discovered=(task(9),))
@@ -167,19 +170,21 @@ async def test_completion_records_status_counters_and_discoveries_atomically(
     assert await store.report(run_id, [report]) == [ReportVerdict.LEASE_LOST]
 
 
-async def test_failures_retry_with_backoff_then_fail_with_last_error(store: Store) -> None:
+async def test_failures_retry_with_backoff_then_fail_with_last_error(
+    store: Store, clock: FakeClock
+) -> None:
     run_id = await running_run(store, max_retries=3)
     await store.add_tasks(run_id, [task(1)])
     for attempt in (1, 2):
         [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
         assert lease.attempt_count == attempt
-        failure = TaskReport(lease=lease, ok=False, error="timeout: slow", retry_delay=0.2)
+        failure = TaskReport(lease=lease, ok=False, error="timeout: slow", retry_delay=20)
         assert await store.report(run_id, [failure]) == [ReportVerdict.ACCEPTED]
-        # not eligible before its retry time
+        # not eligible before its retry time, and eligible at it
+        clock.advance(19.9)
         assert await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30) == []
-        next_at = await store.next_eligible_at(run_id)
-        assert next_at is not None
-        await asyncio.sleep(0.25)
+        assert await store.next_eligible_at(run_id) == pytest.approx(clock.now + 0.1)
+        clock.advance(0.1)
     [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
     assert lease.attempt_count == 3
     last = TaskReport(lease=lease, ok=False, http_status=503, error="http_error: HTTP 503")
@@ -213,12 +218,13 @@ async def test_release_returns_tasks_to_pending(store: Store) -> None:
     assert (await store.get_run(run_id)).counters.pending == 4
 
 
-async def test_renew_extends_only_the_holders_leases(store: Store) -> None:
+async def test_renew_extends_only_the_holders_leases(store: Store, clock: FakeClock) -> None:
     run_id = await running_run(store)
     await store.add_tasks(run_id, [task(1)])
-    await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=0.2)
+    await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=2)
     assert await store.renew_leases(run_id, worker_id="w", lease_seconds=30) == 1
-    await asyncio.sleep(0.3)
+    assert await store.renew_leases(run_id, worker_id="other", lease_seconds=30) == 0
+    clock.advance(29.9)  # long past the first lease, just short of the renewed one
     # renewed: not reclaimable by another worker
     assert await store.acquire(run_id, worker_id="other", limit=1, lease_seconds=30) == []
 
@@ -252,7 +258,9 @@ async def test_complete_if_drained_only_when_nothing_is_left(store: Store) -> No
     assert run.status is RunStatus.COMPLETED and run.ended_at is not None
 
 
-async def test_counters_stay_exact_under_a_random_mix_of_operations(store: Store) -> None:
+async def test_counters_stay_exact_under_a_random_mix_of_operations(
+    store: Store, clock: FakeClock
+) -> None:
     rng = random.Random(7)
     run_id = await running_run(store, max_retries=2)
     await store.add_tasks(run_id, [task(n, host=f"h{n % 3}.test") for n in range(60)])
@@ -280,21 +288,25 @@ async def test_counters_stay_exact_under_a_random_mix_of_operations(store: Store
             await store.release(run_id, [held.pop()])
         elif op == "add":
             await store.add_tasks(run_id, [task(rng.randint(0, 150))])
-        elif op == "expire":
+        elif op == "expire":  # leases that have expired by the next operation
             await store.acquire(run_id, worker_id="c", limit=2, lease_seconds=0.0)
+            clock.advance(0.001)
     await assert_counters_match_tasks(store, run_id)
 
 
-async def test_release_undoes_the_attempt_and_can_hold_the_task_back(store: Store) -> None:
+async def test_release_undoes_the_attempt_and_can_hold_the_task_back(
+    store: Store, clock: FakeClock
+) -> None:
     run_id = await running_run(store)
     await store.add_tasks(run_id, [task(1)])
     [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
     assert lease.attempt_count == 1
-    assert await store.release(run_id, [lease], not_before=time.time() + 0.3) == 1
+    assert await store.release(run_id, [lease], not_before=clock.now + 30) == 1
     stored = await store.get_task(run_id, lease.url)
     assert stored is not None and stored.attempt_count == 0
+    clock.advance(29.9)
     assert await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30) == []
-    await asyncio.sleep(0.35)
+    clock.advance(0.1)
     [again] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
     assert again.attempt_count == 1
 

@@ -4,7 +4,6 @@ untried."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -20,9 +19,13 @@ from sitesync.models import (
 )
 from sitesync.store.base import Store
 from sitesync.transitions import TASK_TRANSITIONS, TaskEvent, Transition, next_state
+from tests._clock import FakeClock
 from tests.contract.test_frontier_store import assert_counters_match_tasks, task
 
-Event = Callable[[Store, int, Lease | None], Awaitable[None]]
+#: Every lease of these tests; LEASE_EXPIRED moves the store's clock past it.
+LEASE_SECONDS = 30.0
+
+Event = Callable[[Store, int, Lease | None, FakeClock], Awaitable[None]]
 
 
 async def _run(store: Store, max_retries: int) -> int:
@@ -33,27 +36,27 @@ async def _run(store: Store, max_retries: int) -> int:
 
 
 def _report(**fields: object) -> Event:
-    async def report(store: Store, run_id: int, lease: Lease | None) -> None:
+    async def report(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
         assert lease is not None
         await store.report(run_id, [TaskReport(lease=lease, **fields)])  # type: ignore[arg-type]
 
     return report
 
 
-async def _admit(store: Store, run_id: int, lease: Lease | None) -> None:
+async def _admit(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
     assert await store.add_tasks(run_id, [task(1)]) == 1
 
 
-async def _acquire(store: Store, run_id: int, lease: Lease | None) -> None:
+async def _acquire(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
     assert len(await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)) == 1
 
 
-async def _release(store: Store, run_id: int, lease: Lease | None) -> None:
+async def _release(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
     assert lease is not None
     assert await store.release(run_id, [lease]) == 1
 
 
-async def _release_worker(store: Store, run_id: int, lease: Lease | None) -> None:
+async def _release_worker(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
     assert await store.release_worker(run_id, worker_id="w") == 1
 
 
@@ -66,18 +69,18 @@ async def _reclaiming_acquire(store: Store, run_id: int) -> None:
     assert got == []
 
 
-async def _worker_gone(store: Store, run_id: int, lease: Lease | None) -> None:
+async def _worker_gone(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
     [gone] = [w for w in await store.list_workers(run_id) if w.worker_id == "w"]
     assert await store.release_gone_worker(run_id, gone) == 1
     await _reclaiming_acquire(store, run_id)
 
 
-async def _lease_expired(store: Store, run_id: int, lease: Lease | None) -> None:
-    await asyncio.sleep(0.15)  # the lease was taken for 0.05 s
+async def _lease_expired(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
+    clock.advance(LEASE_SECONDS + 0.1)
     await _reclaiming_acquire(store, run_id)
 
 
-async def _host_ended(store: Store, run_id: int, lease: Lease | None) -> None:
+async def _host_ended(store: Store, run_id: int, lease: Lease | None, clock: FakeClock) -> None:
     ended = await store.end_host(run_id, "a.test", status=HostStatus.UNREACHABLE, reason="x")
     assert ended == 1
 
@@ -110,8 +113,7 @@ async def _task_in(store: Store, row: Transition) -> tuple[int, Lease | None]:
     await store.register_worker(
         run_id, worker_id="w", host="machine", pid=4242, boot_id="boot", proc_start=7
     )
-    seconds = 0.05 if row.event is TaskEvent.LEASE_EXPIRED else 30.0
-    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=seconds)
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=LEASE_SECONDS)
     return run_id, lease
 
 
@@ -121,13 +123,15 @@ def test_every_row_of_the_table_is_driven_here() -> None:
 
 
 @pytest.mark.parametrize("row", TASK_TRANSITIONS, ids=lambda row: f"{row.state}-{row.event}")
-async def test_each_transition_ends_where_the_table_says(store: Store, row: Transition) -> None:
+async def test_each_transition_ends_where_the_table_says(
+    store: Store, clock: FakeClock, row: Transition
+) -> None:
     run_id, lease = await _task_in(store, row)
     url = task(1).url
     before = await store.get_task(run_id, url)
     assert (before.state if before else TaskState.DISCOVERED) is row.state
 
-    await EVENTS[row.event](store, run_id, lease)
+    await EVENTS[row.event](store, run_id, lease, clock)
 
     after = await store.get_task(run_id, url)
     assert after is not None and after.state is next_state(row.state, row.event) is row.to
