@@ -4,6 +4,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import random
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -94,6 +95,18 @@ def postgres_schema(_worker_schema: _postgres.WorkerSchema) -> str:
     """A migrated schema with no rows, for this test alone (no other worker shares it, and
     the next test of this worker gets it emptied)."""
     return _worker_schema.fresh()
+
+
+SEED_ENV = "SITESYNC_TEST_SEED"
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    """A random generator whose seed a failure shows (pytest prints a failed test's output):
+    ``SITESYNC_TEST_SEED=N`` replays the same choices."""
+    seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(2**32))
+    print(f"random choices from seed {seed}: replay with {SEED_ENV}={seed}")
+    return random.Random(seed)
 
 
 @pytest.fixture

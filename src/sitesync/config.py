@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -23,6 +23,13 @@ from sitesync.networks import parse_networks
 from sitesync.redact import redact, remember_secret, remember_secrets
 from sitesync.urls import DEFAULT_SESSION_PARAMS
 from sitesync.useragent import default_user_agent
+
+
+class StoreOptions(TypedDict):
+    """``open_store`` keywords that settings decide."""
+
+    retry_seconds: float
+    sqlite_busy_timeout: float
 
 
 class Settings(BaseSettings):
@@ -396,7 +403,7 @@ class Settings(BaseSettings):
         of life): ``heartbeat_seconds``, or derived from the lease and claim lengths."""
         return derived_heartbeat(self.heartbeat_seconds, self.lease_seconds, self.claim_seconds)
 
-    def store_options(self) -> dict[str, float]:
+    def store_options(self) -> StoreOptions:
         """``open_store`` keywords: how long transient store faults are waited out."""
         return {
             "retry_seconds": self.store_retry_seconds,

@@ -49,9 +49,8 @@ def assert_exact(db: Path | str, site: LoopbackSite) -> None:
 
 
 def test_sigkill_at_random_points_then_resume_loses_and_double_counts_nothing(
-    tmp_path: Path,
+    tmp_path: Path, rng: random.Random
 ) -> None:
-    rng = random.Random()
     db = tmp_path / "crash.db"
     site = LoopbackSite(SiteSpec(hosts=3, pages_per_host=80, delay=0.02)).start()
     try:
@@ -63,9 +62,10 @@ def test_sigkill_at_random_points_then_resume_loses_and_double_counts_nothing(
         proc = sitesync("crawl", *site.root_urls, *common)
         for target in (20, 70, 130):
             wait_for_progress(db, target)
-            time.sleep(rng.uniform(0, 0.15))
+            time.sleep(rng.uniform(0, 0.15))  # a random point of a real process's work
             proc.send_signal(signal.SIGKILL)
             communicate(proc, timeout=10)
+            assert proc.returncode == -signal.SIGKILL  # it was killed, not already done
             kills += 1
             run, _, _ = read_run(db)
             assert run.status is RunStatus.RUNNING  # a kill leaves it running, for resume

@@ -113,7 +113,7 @@ def test_ctrl_c_stops_the_run_for_every_process(db_url: str) -> None:
         assert run.counters.completed == counts[TaskState.COMPLETED]  # exact
         assert not any(alive(pid) for pid in pids_of_workers(site))  # no orphan
         quiet_from = len(site.requests)
-        time.sleep(1)
+        time.sleep(1)  # a real wait, to show nothing happens: no orphan fetches any more
         assert len(site.requests) == quiet_from
 
 

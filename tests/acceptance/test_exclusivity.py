@@ -91,7 +91,9 @@ def test_a_zombie_worker_cannot_complete_tasks_taken_over_from_it(tmp_path: Path
         _, _, held = read_run(db)
         taken = {t.url for t in held if t.state is TaskState.ASSIGNED}
         assert taken  # it was stopped holding leases
-        time.sleep(1.5)  # past its lease
+        # Past its lease in real time: the zombie is a real stopped process, and the rescuer a
+        # real one whose store clock is the machine's.
+        time.sleep(1.5)
 
         rescuer = sitesync("crawl", "--resume", "1", *common)
         procs.append(rescuer)

@@ -54,7 +54,7 @@ def test_pause_resume_stop_and_cancel_from_another_process(db_url: str) -> None:
         assert cli(db_url, "pause", "1").returncode == 0
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "in-flight pages to finish")
         quiet_from = len(site.requests)
-        time.sleep(1.0)
+        time.sleep(1.0)  # a real wait, to show nothing happens: a paused run fetches nothing
         assert len(site.requests) == quiet_from  # paused: nothing new is fetched
         assert read_run(db_url)[0].status is RunStatus.PAUSED
 
@@ -146,7 +146,10 @@ def wait_for_live_worker(db: str, *, exclude: set[int]) -> int:
 
 def test_claims_release_and_cleanup_stale_from_the_cli(db_url: str) -> None:
     async def prepare() -> None:
-        store = await open_store(db_url)
+        # Written as of two hours ago (the store's clock, not a sleep): the run has been
+        # idle that long, the dead worker's 10-minute claim has expired, and the live
+        # worker's 3-hour claim has not.
+        store = await open_store(db_url, clock=lambda: time.time() - 2 * 3600)
         try:
             run = await store.create_run(RunConfig(seeds=("http://a.test/",)))
             await store.transition_run(run.id, RunStatus.RUNNING)
@@ -154,9 +157,7 @@ def test_claims_release_and_cleanup_stale_from_the_cli(db_url: str) -> None:
             await store.add_tasks(run.id, tasks)
             for worker in ("dead", "live"):  # both live first: one host each
                 await store.register_worker(run.id, worker_id=worker, host="m", pid=1)
-            # The live worker claims first: claimed second, it could take over the dead
-            # worker's claim if that had already expired on a slow machine.
-            for worker, seconds in (("live", 300), ("dead", 0.01)):
+            for worker, seconds in (("live", 3 * 3600), ("dead", 600)):
                 await store.claim_hosts(
                     run.id, worker_id=worker, claim_seconds=seconds, worker_ttl=300
                 )
@@ -164,7 +165,6 @@ def test_claims_release_and_cleanup_stale_from_the_cli(db_url: str) -> None:
             await store.close()
 
     asyncio.run(prepare())
-    time.sleep(0.05)
     preview = cli(db_url, "claims", "release", "--dry-run")
     assert "1 expired claims to release" in preview.stdout and "dead" in preview.stdout
     refused = cli(db_url, "claims", "release", "--all-active")
@@ -173,15 +173,15 @@ def test_claims_release_and_cleanup_stale_from_the_cli(db_url: str) -> None:
     forced = cli(db_url, "claims", "release", "--force", "--all-active", "--yes")
     assert forced.returncode == 0 and "released 1 claims" in forced.stdout
 
-    idle = cli(db_url, "runs", "cleanup-stale", "--older-than-minutes", "0.001", "--dry-run")
+    fresh = cli(db_url, "runs", "cleanup-stale", "--older-than-minutes", "150", "--yes")
+    assert "0 runs idle" in fresh.stdout  # idle for 2 hours, not 2.5
+    idle = cli(db_url, "runs", "cleanup-stale", "--older-than-minutes", "90", "--dry-run")
     assert "1 runs idle" in idle.stdout
     assert read_run(db_url)[0].status is RunStatus.RUNNING  # a dry run changes nothing
-    done = cli(db_url, "runs", "cleanup-stale", "--older-than-minutes", "0.001", "--yes")
+    done = cli(db_url, "runs", "cleanup-stale", "--older-than-minutes", "90", "--yes")
     assert done.returncode == 0 and "marked 1 runs failed" in done.stdout
     run = read_run(db_url)[0]
     assert run.status is RunStatus.FAILED and "cleanup-stale" in (run.status_reason or "")
-    fresh = cli(db_url, "runs", "cleanup-stale", "--yes")  # default 60 minutes: nothing
-    assert "0 runs idle" in fresh.stdout
 
 
 def test_ctrl_c_while_paused_stops_the_run_cleanly(db_url: str) -> None:
@@ -190,8 +190,9 @@ def test_ctrl_c_while_paused_stops_the_run_cleanly(db_url: str) -> None:
         crawl = sitesync("crawl", *site.root_urls, "--no-progress", settings=settings(db_url))
         wait_for_progress(db_url, 3)
         assert cli(db_url, "pause", "1").returncode == 0
+        # Its leases given back: the worker acted on the pause (nothing else returns them
+        # while it lives), and now waits for resume.
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "the pause to settle")
-        time.sleep(0.5)  # the crawl process is now waiting for resume
         crawl.send_signal(signal.SIGINT)
         _, err = communicate(crawl, timeout=30)
         assert crawl.returncode == 130, err

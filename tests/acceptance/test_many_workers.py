@@ -140,7 +140,9 @@ async def _assert_outcomes_exact(store: Store) -> None:
 
 
 def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
-    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=150, delay=0.05)).start()
+    # 8 hosts: an even share is 2 each, so all four get hosts (with 6, shares of 2 would
+    # leave the last joiner none, by design)
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=120, delay=0.05)).start()
     try:
         workers = start_workers(db_url, site, 4)
         for proc in workers:
@@ -148,7 +150,7 @@ def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
             assert proc.returncode == 0, err
         assert_exact(db_url, site)
         records = site.requests  # robots.txt and sitemap requests included
-        assert len({r.worker for r in records}) >= 2  # the work really was shared
+        assert len({r.worker for r in records}) == 4  # the work really was shared by all
         assert overlaps_between_workers(records) == []
         assert_host_counters_exact(db_url)
     finally:
@@ -156,11 +158,12 @@ def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
 
 
 @pytest.mark.parametrize("cap", [None, 700], ids=["whole site", "max_pages"])
-def test_chaos_sigkill_random_workers_until_done(db_url: str, cap: int | None) -> None:
+def test_chaos_sigkill_random_workers_until_done(
+    db_url: str, cap: int | None, rng: random.Random
+) -> None:
     """Workers killed at random and replaced: no URL lost, none fetched twice at once, no
     host shared, counters exact; with max_pages (admissions side by side within the run's
     budget on PostgreSQL, killed in the middle of some) the run holds exactly the cap."""
-    rng = random.Random()
     site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=150, delay=0.05)).start()
     workers: list[subprocess.Popen[str]] = []
     try:
@@ -168,14 +171,19 @@ def test_chaos_sigkill_random_workers_until_done(db_url: str, cap: int | None) -
         workers = start_workers(db_url, site, 3, *extra)
         kills, killed_at = 0, dict[int, float]()
         while kills < 4:
-            time.sleep(rng.uniform(0.5, 1.5))
+            time.sleep(rng.uniform(0.5, 1.5))  # random points of real processes' work
             run, _, _ = read_run(db_url)
             if run.status is not RunStatus.RUNNING:
                 break
-            victim = rng.choice([w for w in workers if w.poll() is None] or workers)
+            alive = [w for w in workers if w.poll() is None]
+            if not alive:
+                break  # every worker has finished: nothing is left to kill
+            victim = rng.choice(alive)
             victim.send_signal(signal.SIGKILL)
             killed_at[victim.pid] = time.monotonic()  # the site's clock too
             communicate(victim, timeout=10)
+            if victim.returncode != -signal.SIGKILL:
+                continue  # it had left on its own just before the signal: not a kill
             kills += 1
             workers.append(new_worker(db_url))
         assert kills >= 2, "the run finished before the chaos started"
@@ -212,6 +220,24 @@ def wait_for_requests_from(site: LoopbackSite, workers: int, timeout: float = 20
         time.sleep(0.05)
 
 
+def wait_for_shares(db: str, shares: list[int], timeout: float = 30.0) -> None:
+    """Wait until the live claims of run 1 are held in exactly these numbers of hosts."""
+
+    async def held() -> list[int]:
+        store = await open_store(db)
+        try:
+            claims = await store.list_claims(1)
+            now = store.now()
+        finally:
+            await store.close()
+        return sorted(Counter(c.worker_id for c in claims if c.expires_at > now).values())
+
+    deadline = time.monotonic() + timeout
+    while (seen := asyncio.run(held())) != sorted(shares):
+        assert time.monotonic() < deadline, f"claims held {seen}, not {shares}"
+        time.sleep(0.05)
+
+
 def test_workers_joining_one_by_one_each_get_their_share(db_url: str) -> None:
     """The first worker holds every host; two more join, the second once the first joiner
     has its share (three hosts each). The last one must get hosts too: whoever holds more
@@ -221,7 +247,7 @@ def test_workers_joining_one_by_one_each_get_their_share(db_url: str) -> None:
     try:
         workers = start_workers(db_url, site, 2)
         wait_for_requests_from(site, 2)
-        time.sleep(1.0)  # a few claim refreshes: the first two settle at three hosts each
+        wait_for_shares(db_url, [3, 3])  # the first two settle at three hosts each
         workers.append(new_worker(db_url))
         for proc in workers:
             _, err = communicate(proc, timeout=90)

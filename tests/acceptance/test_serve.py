@@ -111,7 +111,7 @@ def test_a_store_outage_does_not_end_a_service(tmp_path: Path) -> None:
         locker = sqlite3.connect(db, isolation_level=None)
         locker.execute("BEGIN EXCLUSIVE")  # no worker writes until it ends
         service.wait_for_line("store unavailable", timeout=30)
-        time.sleep(1)
+        time.sleep(1)  # a real outage of a real process's store: it goes on being waited out
         locker.execute("ROLLBACK")
         locker.close()
         assert service.proc.poll() is None, service.stderr  # it logged, and goes on

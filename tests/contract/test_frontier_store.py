@@ -6,8 +6,12 @@ Every backend in ``tests/conftest.py:BACKENDS`` must pass all of these unchanged
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import sqlite3
+from collections.abc import Iterator
 
+import psycopg
 import pytest
 
 from sitesync.errors import IllegalTransition, RunNotFound
@@ -22,6 +26,8 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store.base import Store
+from sitesync.store.sqlite.store import SqliteStore
+from tests import _postgres
 from tests._clock import FakeClock
 
 
@@ -168,6 +174,71 @@ async def test_completion_records_status_counters_and_discoveries_atomically(
     await assert_counters_match_tasks(store, run_id)
     # a second report under the same (now finished) lease is rejected
     assert await store.report(run_id, [report]) == [ReportVerdict.LEASE_LOST]
+
+
+async def test_a_report_that_fails_part_way_leaves_everything_as_it_was(
+    store: Store, request: pytest.FixtureRequest
+) -> None:
+    """Atomic when it fails too: the database refuses the report's second discovery (a
+    trigger installed here), after the task's own update and the first discovery were
+    written in the same transaction; nothing of the report may remain."""
+    run_id = await running_run(store)
+    await store.add_tasks(run_id, [task(1)])
+    [lease] = await store.acquire(run_id, worker_id="w", limit=1, lease_seconds=30)
+    before = await store.get_run(run_id)
+    refused = task(3, depth=2)
+    report = TaskReport(
+        lease=lease, ok=True, http_status=200, bytes_fetched=123,
+        discovered=(task(2, depth=2), refused),
+    )  # fmt: skip
+    with (
+        refusing_insert(store, request, refused.url),
+        pytest.raises(Exception, match="refused by the test"),
+    ):
+        await store.report(run_id, [report])
+    after = await store.get_run(run_id)
+    assert after.counters == before.counters
+    stored = await store.get_task(run_id, lease.url)
+    assert stored is not None and stored.state is TaskState.ASSIGNED
+    assert stored.http_status is None
+    assert await store.get_task(run_id, task(2).url) is None
+    await assert_counters_match_tasks(store, run_id)
+    # the same report, once the database takes it, lands whole
+    assert await store.report(run_id, [report]) == [ReportVerdict.ACCEPTED]
+    assert (await store.get_run(run_id)).counters.pending == 2
+
+
+@contextlib.contextmanager
+def refusing_insert(store: Store, request: pytest.FixtureRequest, url: str) -> Iterator[None]:
+    """A trigger in the store's own database that fails any insert of ``url`` into tasks,
+    dropped again on exit (the PostgreSQL schema is this pytest worker's, reused)."""
+    if isinstance(store, SqliteStore):
+        with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as conn:
+            conn.execute(
+                "CREATE TRIGGER refuse_url BEFORE INSERT ON tasks "
+                f"WHEN NEW.url = '{url}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+            )
+            try:
+                yield
+            finally:
+                conn.execute("DROP TRIGGER refuse_url")
+        return
+    schema = request.getfixturevalue("postgres_schema")
+    with psycopg.connect(request.getfixturevalue("postgres_dsn"), autocommit=True) as conn:
+        conn.execute(_postgres.search_path(schema))
+        conn.execute(
+            "CREATE FUNCTION refuse_url() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse_url BEFORE INSERT ON tasks FOR EACH ROW "
+            f"WHEN (NEW.url = '{url}') EXECUTE FUNCTION refuse_url()"
+        )
+        try:
+            yield
+        finally:
+            conn.execute("DROP TRIGGER refuse_url ON tasks")
+            conn.execute("DROP FUNCTION refuse_url()")
 
 
 async def test_failures_retry_with_backoff_then_fail_with_last_error(

@@ -112,7 +112,7 @@ def burst(site: LoadedSite, status: int, *, after: int = 5, seconds: float = 1.0
     async def run() -> None:
         await answered(site, after)
         site.forced_status = status
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds)  # the server's overload lasts this long: its timing is tested
         site.forced_status = None
 
     asyncio.get_running_loop().create_task(run())

@@ -75,6 +75,8 @@ async def test_a_request_starting_while_a_refresh_lets_its_host_go_is_not_sent(
     refresh = asyncio.create_task(claims.refresh())
     await held.entered.wait()
     requests = {host: asyncio.create_task(request(limiter, claims, host)) for host in HOSTS}
+    # Turns of the loop for every request to reach its wait (no I/O is under way but the
+    # refresh held above, so none can finish by any other path on a loaded machine).
     await asyncio.sleep(0.05)
     assert not any(r.done() for r in requests.values()), "a request started mid-refresh"
     held.go.set()

@@ -152,7 +152,7 @@ async def test_a_seed_root_redirect_names_the_canonical_host(
 
 async def test_a_silent_server_times_out_each_attempt(site: LoopbackSite, tmp_path: Path) -> None:
     async def silent(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(3600)
+        await asyncio.sleep(3600)  # a server that never answers: cut by the client's timeout
         raise AssertionError("unreachable")
 
     site.set_handler("/silent", silent)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from playwright.sync_api import Browser
 
+from sitesync.testing import LoopbackSite, SiteSpec
 from tests._dashboard import running_dashboard
 from tests.acceptance._cli import communicate, sitesync
 
@@ -92,25 +94,37 @@ def test_the_token_is_exchanged_for_a_session_and_leaves_the_address_bar(
 
 
 def test_another_site_cannot_frame_the_dashboard(
-    dashboard: tuple[str, str], tmp_path: Path, chromium: Browser
+    dashboard: tuple[str, str],
+    site_factory: Callable[[SiteSpec], LoopbackSite],
+    chromium: Browser,
 ) -> None:
     url, token = dashboard
     page = chromium.new_page()
     page.goto(f"{url}?token={token}")  # logged in: a framed page would be usable
     page.get_by_test_id("runs").wait_for(timeout=15_000)
-    evil = tmp_path / "evil.html"
-    evil.write_text(f'<iframe id="f" src="{url}" width="800" height="600"></iframe>')
-    page.goto(evil.as_uri())
-    page.wait_for_timeout(2000)
-    framed = [f for f in page.frames if f != page.main_frame]
-    assert framed, "the iframe was not created"
-    for frame in framed:
-        try:
-            content = frame.content()
-        except Exception:  # a blocked frame may not even have a document
-            content = ""
-        # Not even the refusal page: the browser rendered nothing of the dashboard.
-        assert "sitesync" not in content, content[:300]
+    # The framing page is served over HTTP from another loopback address: another origin
+    # that the browser lets frame 127.0.0.1, so only the dashboard's own headers refuse it
+    # (a file:// page is refused any loopback frame by the browser itself, whatever the
+    # dashboard sends).
+    evil = site_factory(SiteSpec(hosts=1, pages_per_host=1, first_ip=61))
+
+    async def framing(request: web.Request) -> web.Response:
+        html = f'<iframe id="f" src="{url}" width="800" height="600"></iframe>'
+        return web.Response(text=html, content_type="text/html")
+
+    evil.set_handler("/evil.html", framing)
+    # Wait for the browser's decision: the dashboard's answer arrives, then the frame commits
+    # a document, the dashboard's or the browser's own error page.
+    with page.expect_response(lambda response: response.url == url, timeout=15_000):
+        page.goto(f"{evil.root_urls[0]}evil.html")
+    frame = page.locator("#f").element_handle().content_frame()
+    assert frame is not None, "the iframe was not created"
+    frame.wait_for_load_state("load", timeout=15_000)
+    # Not even the refusal page: the browser rendered nothing of the dashboard, but its own
+    # error page in its place.
+    assert frame.url.startswith("chrome-error://"), frame.url
+    content = frame.content()
+    assert "sitesync" not in content, content[:300]
 
 
 def test_every_response_carries_the_security_headers(dashboard: tuple[str, str]) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
-from sitesync.runs.waits import wait_set
+from sitesync.runs.waits import cancel_and_wait, wait_set
 
 
 async def _loop_waiting(event: asyncio.Event) -> None:
@@ -19,7 +20,7 @@ def test_a_cancel_in_the_same_turn_as_the_event_ends_the_waiting_task() -> None:
     async def go() -> bool:
         event = asyncio.Event()
         task = asyncio.create_task(_loop_waiting(event))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the task reaches its wait (no threads, no I/O: no race)
         event.set()
         task.cancel()
         done, _ = await asyncio.wait([task], timeout=5.0)
@@ -38,3 +39,24 @@ def test_it_says_whether_the_event_was_set_or_the_time_ran_out() -> None:
         return timed_out, await wait_set(event, 5.0)
 
     assert asyncio.run(go()) == (False, True)
+
+
+async def _swallows_one_cancel(ended: list[str]) -> None:
+    """What a side task does when a cancel is lost in a library's ``wait_for`` (3.11): it
+    goes on, to its next wait."""
+    # swallowed, as wait_for does when its inner wait finishes in the same turn
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.sleep(3600)
+    try:
+        await asyncio.sleep(3600)
+    finally:
+        ended.append("ended")
+
+
+async def test_a_task_that_lost_its_cancellation_is_cancelled_again() -> None:
+    ended: list[str] = []
+    task = asyncio.create_task(_swallows_one_cancel(ended))
+    await asyncio.sleep(0.01)  # it reaches its first wait (no threads, no I/O: no race)
+    async with asyncio.timeout(10):
+        await cancel_and_wait([task])
+    assert task.cancelled() and ended == ["ended"]

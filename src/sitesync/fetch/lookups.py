@@ -88,6 +88,11 @@ class NameLookups:
             done.exception()  # retrieved: a lookup every waiter gave up on is not an error
 
     @property
+    def in_flight(self) -> int:
+        """Lookups asked of the system and not yet answered (or failed) there."""
+        return len(self._in_flight)
+
+    @property
     def threads(self) -> int:
         """Threads started so far (busy or idle)."""
         return len(self._pool.threads)

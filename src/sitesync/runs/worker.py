@@ -53,7 +53,7 @@ from sitesync.runs.page import ArtifactProcessor, Deferral, PageAttempts
 from sitesync.runs.reporter import ReportBatcher, WorkerStats, one_line
 from sitesync.runs.seeding import SitemapReader, seed_run
 from sitesync.runs.upkeep import Upkeep
-from sitesync.runs.waits import wait_set
+from sitesync.runs.waits import cancel_and_wait, wait_set
 from sitesync.store.base import Store
 
 __all__ = ["CrawlWorker", "WorkerExit", "WorkerOptions", "WorkerStats", "new_worker_id"]
@@ -268,9 +268,7 @@ class CrawlWorker:
         # Slots and feeder stop first, so nothing new is fetched or leased; then what was
         # fetched is committed, and only then is everything still held released.
         others = [task for name, task in self._side.items() if name != "report"]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
+        await cancel_and_wait(others)
         # The reporter is stopped between two writes, never cut off in one: a batch it had
         # taken would be lost, and its pages fetched again by whoever comes next.
         # (A store that does not answer is waited on for ``drain_timeout`` at most.)
