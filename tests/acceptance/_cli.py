@@ -1,11 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from rich.console import Console
 
 from sitesync.models import Run, Task, TaskState
 from sitesync.store import open_store
@@ -29,6 +33,62 @@ def sitesync(
         env=env,
         **popen,
     )
+
+
+def run_in_process(
+    *args: str,
+    settings: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The CLI run in this process, as ``sitesync ARGS`` would run: its exit code, standard
+    output and standard error, with the environment a subprocess of :func:`sitesync` would
+    have (``settings`` as SITESYNC_*, ``env`` as given). For tests of what a command does
+    and prints; the process boundary (signals, exit codes of a real process, several
+    processes) is tested with :func:`sitesync`. About 0.4 s cheaper a call."""
+    from sitesync.cli import app  # the CLI's modules, once for the whole session
+    from sitesync.cli._common import exit_code_of
+
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT
+    }
+    environment.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
+    environment.update(env or {})
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    sized = _module_consoles()
+    try:
+        os.environ.clear()
+        os.environ.update(environment)
+        for console in sized:  # sized by this call's COLUMNS, as a new process's would be
+            console._width = None
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = exit_code_of(lambda: app(list(args), prog_name="sitesync"))
+            except SystemExit as exc:  # click's standalone mode ends every command so
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for console, width in sized.items():
+            console._width = width
+    return subprocess.CompletedProcess(["sitesync", *args], code, out.getvalue(), err.getvalue())
+
+
+def _module_consoles() -> dict[Console, int | None]:
+    """The CLI modules' consoles, with the width each fixed when it was made: rich reads
+    COLUMNS once, when a console is made (at the module's import, in whatever environment
+    the test that imported it first had), and keeps it."""
+    found: dict[Console, int | None] = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("sitesync.cli"):
+            for value in vars(module).values():
+                if isinstance(value, Console):
+                    found[value] = value._width
+    return found
 
 
 def communicate(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:

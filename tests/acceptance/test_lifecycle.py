@@ -14,7 +14,7 @@ import pytest
 from sitesync.models import NewTask, RunConfig, RunStatus, TaskState
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import communicate, read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, run_in_process, sitesync
 from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
 
 pytestmark = pytest.mark.slow
@@ -33,9 +33,9 @@ def settings(db: str) -> dict[str, str]:
 
 
 def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
-    proc = sitesync(*args, settings=settings(db))
-    out, err = communicate(proc, timeout=60)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    """A command that steers or queues, run in this process: another process than the
+    crawls and supervisors it acts on, which are real subprocesses."""
+    return run_in_process(*args, settings=settings(db))
 
 
 def wait_for(predicate, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]

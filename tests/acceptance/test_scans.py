@@ -20,7 +20,7 @@ from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.runs.scans import schedule_scan, start_due_scans
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import KEPT, communicate, sitesync
+from tests.acceptance._cli import KEPT, communicate, run_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -54,9 +54,9 @@ def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run_cli(*args: str, settings: dict[str, str] | None = None) -> tuple[int, str, str]:
-    proc = sitesync(*args, settings=settings)
-    out, err = communicate(proc, timeout=90)
-    return proc.returncode, out, err
+    """The CLI in this process (the several-process case starts its own processes)."""
+    done = run_in_process(*args, settings=settings)
+    return done.returncode, done.stdout, done.stderr
 
 
 def import_domains(db: str, tmp_path: Path, scope: str, hosts: list[str]) -> None:

@@ -10,7 +10,6 @@ import asyncio
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -19,7 +18,7 @@ import pytest
 from sitesync.models import AssetRecord, RunConfig, RunStatus, TaskReport
 from sitesync.store import open_store
 from sitesync.store._sql import load_migrations
-from tests.acceptance._cli import KEPT
+from tests.acceptance._cli import run_in_process
 from tests.contract.test_frontier_store import task
 
 #: Rich markup (a closing tag with no opening one crashed ``show``), an emoji code and a link.
@@ -32,16 +31,9 @@ CONTROL = "\x1b[2J\x1b]0;pwned\x07"
 def cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
-    return subprocess.run(
-        [sys.executable, "-m", "sitesync", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**base, "COLUMNS": "400", **(env or {})},
-        check=False,
-    )
+    """The CLI in this process: what is tested is what it prints (wide, as a terminal of
+    400 columns would show it)."""
+    return run_in_process(*args, cwd=cwd, env={"COLUMNS": "400", **(env or {})})
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], *parts: str) -> str:

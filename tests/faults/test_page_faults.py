@@ -318,6 +318,7 @@ def test_a_plugin_that_blocks_past_its_timeout_neither_holds_the_crawl_nor_its_e
     assert crawled.seconds < 60  # the thread still sleeping did not keep the process alive
 
 
+@pytest.mark.slow
 def test_a_plugin_that_blocks_does_not_freeze_the_worker(db_url: str) -> None:
     """``time.sleep`` in a plugin runs off the event loop: while it sleeps (within its
     timeout, so its record is kept), the worker fetches every other page."""

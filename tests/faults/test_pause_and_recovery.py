@@ -18,7 +18,7 @@ import pytest
 from sitesync.models import RunStatus, TaskState, WorkerInfo
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import communicate, read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, run_in_process, sitesync
 
 # Real processes and real waits on a machine that may be busy (a CLI command alone can take
 # seconds to start): generous test timeouts, while the bounds asserted are the promises.
@@ -76,9 +76,8 @@ def completed(db: str) -> int:
 
 def steer(command: str, db: str) -> float:
     """Run ``sitesync pause|resume 1`` to its end; the time it returned."""
-    proc = sitesync(command, "1", "--db", db)
-    _, err = communicate(proc, timeout=60)
-    assert proc.returncode == 0, err
+    done = run_in_process(command, "1", "--db", db)  # another process than the crawl's
+    assert done.returncode == 0, done.stderr
     return time.monotonic()
 
 
@@ -109,6 +108,7 @@ def test_a_pause_holds_fleet_wide_within_2s_and_resume_restarts_within_2s(
         fleet = [proc, sitesync("worker", "--run", "1", *polite)]
         processes.extend(fleet)
         wait_until("30 pages crawled", lambda: completed(db_url) >= 30, 60)
+        wait_until_joined(db_url, workers=2)  # both fetch before the pause
 
         paused_at = steer("pause", db_url)
         # In-flight pages finish, leased ones not yet started go back to pending. This is

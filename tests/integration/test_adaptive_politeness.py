@@ -118,6 +118,7 @@ def burst(site: LoadedSite, status: int, *, after: int = 5, seconds: float = 1.0
     asyncio.get_running_loop().create_task(run())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [503, 429])
 async def test_a_burst_of_overload_answers_slows_the_host_down(
     site: LoadedSite, tmp_path: Path, status: int
@@ -139,6 +140,7 @@ async def test_a_burst_of_overload_answers_slows_the_host_down(
     assert on_refused * 2 < off_refused, (on_refused, off_refused)
 
 
+@pytest.mark.slow
 async def test_rising_latency_slows_the_host_down_before_anything_fails(
     site: LoadedSite, tmp_path: Path
 ) -> None:
@@ -157,6 +159,7 @@ async def test_rising_latency_slows_the_host_down_before_anything_fails(
     assert min(s.pace_concurrency or 4 for s in seen) < 4
 
 
+@pytest.mark.slow
 async def test_the_host_recovers_after_it_heals(site: LoadedSite, tmp_path: Path) -> None:
     site.pages = 80
     burst(site, 503, seconds=0.5)
@@ -173,6 +176,7 @@ async def test_the_host_recovers_after_it_heals(site: LoadedSite, tmp_path: Path
     assert (last[-1] - last[0]) / 9 < (first[-1] - first[0]) / 4
 
 
+@pytest.mark.slow
 async def test_a_host_handed_to_another_worker_keeps_its_learned_delay(
     site: LoadedSite, tmp_path: Path
 ) -> None:

@@ -71,6 +71,7 @@ def number(page: Page, testid: str) -> int:
     return int(page.get_by_test_id(testid).inner_text().replace(",", ""))
 
 
+@pytest.mark.slow
 def test_watch_a_crawl_then_pause_and_resume_it(
     crawl_and_dashboard: tuple[str, Path], chromium: Browser
 ) -> None:

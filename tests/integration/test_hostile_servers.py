@@ -164,6 +164,7 @@ async def test_a_silent_server_times_out_each_attempt(site: LoopbackSite, tmp_pa
     assert elapsed < 3 * 1.0 + 3  # three attempts, each cut at the read timeout
 
 
+@pytest.mark.slow
 async def test_a_dripping_server_is_cut_at_the_total_timeout(
     site: LoopbackSite, tmp_path: Path
 ) -> None:

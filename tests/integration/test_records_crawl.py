@@ -256,6 +256,7 @@ def test_export_warc_opens_in_warcio_with_urls_and_payloads(
     assert metadata[two_crawls.key("navigation", "/")]["kind"] == "navigation"
 
 
+@pytest.mark.slow
 async def test_an_unreachable_site_has_a_navigation_shortfall(tmp_path: Path) -> None:
     settings = settings_for(tmp_path / "down.db", max_retries=1)
     run = await crawl_once(settings, ["http://127.0.0.250:9/"])  # nothing listens there

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from sitesync.testing import LoopbackSite, SiteSpec
-from tests.acceptance._cli import communicate, sitesync
+from tests.acceptance._cli import run_in_process
 
 FAST = {
     "scan_scheme": "http", "delay": "0", "per_host_concurrency": "0", "max_retries": "1",
@@ -25,11 +25,11 @@ def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
-    process = sitesync(*args, settings=FAST)
-    out, err = communicate(process, timeout=90)
-    return process.returncode, out, err
+    done = run_in_process(*args, settings=FAST)
+    return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.slow
 def test_three_scans_are_remembered_per_domain(
     site_factory: Callable[[SiteSpec], LoopbackSite], db_url: str, tmp_path: Path
 ) -> None:

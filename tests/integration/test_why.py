@@ -3,6 +3,7 @@ both backends; the same answer from the API in process; the dry run (``--fetcher
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from sitesync.config import load_settings
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
 from sitesync.web import create_app
-from tests.acceptance._cli import communicate, read_run, sitesync
+from tests.acceptance._cli import communicate, read_run, run_in_process, sitesync
 
 ROBOTS = "User-agent: *\nDisallow: /private\n"
 
@@ -68,24 +69,27 @@ def _text(body: str) -> Callable[[web.Request], Any]:
 
 
 def run_cli(*args: str) -> str:
-    process = sitesync(*args)
-    out, err = communicate(process, timeout=90)
-    assert process.returncode == 0, err
-    return out
+    done = run_in_process(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def why(db: str, url: str) -> dict[str, Any]:
     return json.loads(run_cli("why", url, "--db", db, "--json"))  # type: ignore[no-any-return]
 
 
+CRAWL_ARGS = (
+    "--no-progress", "--delay", "0", "--per-host-concurrency", "0", "--retry-backoff", "0.05",
+    "--no-sitemaps", "--max-retries", "5", "--max-depth", "1", "--max-pages", "5",
+    "--exclude", "/skip/",
+)  # fmt: skip
+
+
 def crawl(db: str, root: str) -> None:
-    run_cli(
-        "crawl", root, "--db", db, "--no-progress", "--delay", "0", "--per-host-concurrency", "0",
-        "--retry-backoff", "0.05", "--no-sitemaps", "--max-retries", "5", "--max-depth", "1",
-        "--max-pages", "5", "--exclude", "/skip/",
-    )  # fmt: skip
+    run_cli("crawl", root, "--db", db, *CRAWL_ARGS)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # a crawl and nine CLI processes: slow on a busy machine
 def test_why_tells_each_urls_story(story_site: LoopbackSite, db_url: str) -> None:
     root = story_site.root_urls[0]
@@ -133,9 +137,8 @@ def test_why_tells_each_urls_story(story_site: LoopbackSite, db_url: str) -> Non
 
 def test_why_of_a_bad_url_or_unknown_run_is_one_line(tmp_path: Path) -> None:
     db = str(tmp_path / "empty.db")
-    process = sitesync("why", "ftp://x", "--db", db)
-    _, err = communicate(process, timeout=60)
-    assert process.returncode == 1 and "error:" in err and "Traceback" not in err
+    done = run_in_process("why", "ftp://x", "--db", db)
+    assert done.returncode == 1 and "error:" in done.stderr and "Traceback" not in done.stderr
 
 
 async def test_the_api_answers_why_as_the_cli_does(
@@ -143,7 +146,10 @@ async def test_the_api_answers_why_as_the_cli_does(
 ) -> None:
     db = str(tmp_path / "crawl.db")
     root = story_site.root_urls[0]
-    crawl(db, root)
+    # In a process of its own: this test's event loop is running, and a crawl runs its own.
+    crawling = sitesync("crawl", root, "--db", db, *CRAWL_ARGS)
+    _, err = await asyncio.to_thread(communicate, crawling, 90)
+    assert crawling.returncode == 0, err
     store = await open_store(db)
     try:
         app = create_app(load_settings(db=db), store=store)

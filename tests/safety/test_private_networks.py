@@ -568,6 +568,7 @@ async def run_cli(*args: str) -> tuple[int, str]:
     return process.returncode or 0, out.decode()
 
 
+@pytest.mark.slow
 async def test_crawl_flags_open_exactly_what_they_name(tmp_path: Path) -> None:
     internal = StandIn(INTERNAL_IP)
     internal.html("/", "<p>intranet</p>")

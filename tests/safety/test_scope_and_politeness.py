@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from sitesync.models import Task
@@ -113,6 +114,7 @@ async def test_a_link_redirecting_into_a_disallowed_path_is_recorded_not_fetched
     assert f"{origin}/private/secret.html" not in tasks
 
 
+@pytest.mark.slow
 async def test_crawl_delay_holds_from_the_first_page_after_robots_txt(
     site_factory: SiteFactory, tmp_path: Path
 ) -> None:
@@ -167,6 +169,7 @@ def page_paths(log: list[str]) -> list[str]:
     return [p for p in log if p.startswith("/page/") or p == "/"]
 
 
+@pytest.mark.slow
 async def test_a_session_id_trap_costs_no_more_than_its_distinct_pages(tmp_path: Path) -> None:
     async with session_trap(pages=5) as (root, log):
         await crawl(tmp_path / "trap.db", root)
@@ -214,6 +217,7 @@ async def test_sitemaps_out_of_scope_or_disallowed_are_not_fetched(
     assert f"http://{other}/p/1.html" not in tasks
 
 
+@pytest.mark.slow
 async def test_no_sitemap_is_read_while_robots_txt_answers_5xx(
     site_factory: SiteFactory, tmp_path: Path
 ) -> None:
@@ -363,6 +367,7 @@ def politeness_faults(records: list[RequestRecord], delay: float) -> list[str]:
     return faults
 
 
+@pytest.mark.slow
 async def test_a_fleet_never_sends_a_host_two_requests_at_once(
     site_factory: SiteFactory, db_url: str
 ) -> None:

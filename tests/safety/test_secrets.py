@@ -136,6 +136,7 @@ def small_site(site_factory: Callable[[SiteSpec], LoopbackSite], **spec: float) 
     return site_factory(SiteSpec(page_bytes=500, **{**shape, **spec}))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_store_commands_do_not_show_the_password(
     secret_db: tuple[str, Seen], site_factory: Callable[[SiteSpec], LoopbackSite]
 ) -> None:
