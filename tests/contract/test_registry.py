@@ -333,3 +333,13 @@ async def test_a_due_scope_without_active_domains_is_skipped(store: Store) -> No
 def test_next_run_is_strictly_after_now_in_utc() -> None:
     assert next_run_after("0 3 1 * *", at("2026-01-01T03:00")) == at("2026-02-01T03:00")
     assert next_run_after("0 3 1 * *", at("2026-01-01T02:59")) == at("2026-01-01T03:00")
+
+
+async def test_a_schedule_keeps_the_settings_its_scans_are_created_with(store: Store) -> None:
+    await store.set_schedule("fr", cadence="0 3 1 * *", next_run_at=10.0,
+                             settings={"delay": 5.0, "plugins": ["page"]})  # fmt: skip
+    [schedule] = await store.list_schedules()
+    assert schedule.settings == {"delay": 5.0, "plugins": ["page"]}
+    await store.set_schedule("fr", cadence="0 3 1 * *", next_run_at=10.0)  # set again, none
+    [schedule] = await store.list_schedules()
+    assert schedule.settings is None

@@ -59,6 +59,14 @@ def test_opening_twice_applies_nothing_again(tmp_path: Path) -> None:
     assert count == conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
 
 
+def undo_run_settings(conn: sqlite3.Connection) -> None:
+    """Back to before 0014 (a run's settings)."""
+    conn.execute("DROP TABLE run_setting_changes")
+    for table, column in (("runs", "settings"), ("runs", "settings_version"),
+                          ("schedules", "settings")):  # fmt: skip
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+
 def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> None:
     """0010's backfill: a store whose tasks predate run_host_counts claims the hosts that
     have pending work, and only those."""
@@ -87,6 +95,7 @@ def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> N
             conn.execute(f"DROP TRIGGER {trigger}")
         conn.execute("DROP INDEX tasks_put_off")  # 0012's
         conn.execute("DROP TABLE run_outcomes")  # 0013's
+        undo_run_settings(conn)  # 0014's
         conn.execute("DROP TABLE run_host_counts")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 10")
     conn.close()
@@ -125,6 +134,7 @@ def test_upgrading_to_outcome_counts_fills_them_from_the_counted_tasks(tmp_path:
     conn = sqlite3.connect(db)
     with conn:  # back to before 0013, the tasks kept
         conn.execute("DROP TABLE run_outcomes")
+        undo_run_settings(conn)  # 0014's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 13")
     conn.close()
     assert asyncio.run(outcomes()) == before

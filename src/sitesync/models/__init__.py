@@ -27,7 +27,14 @@ from sitesync.models.records import (
     RunDiff,
     WorkerLeases,
 )
-from sitesync.models.runs import RUN_TRANSITIONS, Run, RunConfig, RunCounters, RunStatus
+from sitesync.models.runs import (
+    RUN_TRANSITIONS,
+    Run,
+    RunConfig,
+    RunCounters,
+    RunStatus,
+    SettingChange,
+)
 from sitesync.models.tasks import (
     AssetRecord,
     Attempt,
@@ -72,6 +79,7 @@ __all__ = [
     "RunStatus",
     "ScanSummary",
     "Schedule",
+    "SettingChange",
     "Task",
     "TaskReport",
     "TaskState",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,7 @@ class Schedule:
     cadence: str  # cron syntax
     next_run_at: float
     last_run_id: int | None
+    settings: Mapping[str, Any] | None = None  # what each scan it starts is created with
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -107,3 +108,19 @@ class Run:
     supervisor_id: str | None = None
     crash_retries: int = 0  # times the watchdog re-queued it after a crash
     scope: str | None = None  # the domain-list scope this run scans, if any
+    # The settings it was created with, as changed since (sitesync.run_settings): every
+    # process that works on it obeys them. None: created before runs kept their settings.
+    settings: Mapping[str, Any] | None = None
+    settings_version: int = 0  # grows with each change, read by workers with the status
+
+
+@dataclass(frozen=True, slots=True)
+class SettingChange:
+    """One setting of a run changed (``sitesync settings RUN --set NAME=VALUE``)."""
+
+    run_id: int
+    version: int  # the run's settings_version after the change
+    name: str
+    old: Any
+    new: Any
+    changed_at: float

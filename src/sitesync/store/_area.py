@@ -42,6 +42,10 @@ class Plumbing(Protocol):
         """``values`` as a parameter its queries take for a list of text."""
         ...
 
+    def json(self, value: Any) -> Any:
+        """``value`` as a parameter its queries take for a JSON column (None: NULL)."""
+        ...
+
     async def execute(
         self, query: str, params: Mapping[str, Any], *, run_id: int | None = None
     ) -> int:

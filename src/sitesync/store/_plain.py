@@ -9,8 +9,8 @@ PostgreSQL row locks, JSON columns) stays in the backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from sitesync.errors import RunNotFound
 from sitesync.models import (
@@ -25,6 +25,7 @@ from sitesync.models import (
     Run,
     RunHost,
     Schedule,
+    SettingChange,
     Task,
     TaskState,
     WorkerInfo,
@@ -37,7 +38,6 @@ from sitesync.store._rows import (
     domain_scan_from_row,
     host_state_from_row,
     run_host_from_row,
-    schedule_from_row,
     worker_from_row,
 )
 
@@ -66,6 +66,10 @@ class PlainRuns(Area[P]):
     async def get_domain(self, host: str) -> Domain | None:
         rows = await self._db.rows("select_domain", {"host": host})
         return self._db.decode.domain(rows[0]) if rows else None
+
+    async def list_setting_changes(self, run_id: int) -> list[SettingChange]:
+        rows = await self._db.rows("select_setting_changes", {"run_id": run_id})
+        return [self._db.decode.setting_change(row) for row in rows]
 
     async def get_domains(self, hosts: Sequence[str]) -> dict[str, Domain]:
         rows = await self._db.rows("select_domains_of_hosts", {"hosts": self._db.text_list(hosts)})
@@ -195,12 +199,24 @@ class PlainRegistry(Area[P]):
     async def list_unapplied_scans(self) -> list[int]:
         return [row["id"] for row in await self._db.rows("select_unapplied_scans")]
 
-    async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:
-        params = {"scope": scope, "cadence": cadence, "next_run_at": next_run_at}
+    async def set_schedule(
+        self,
+        scope: str,
+        *,
+        cadence: str,
+        next_run_at: float,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        params = {
+            "scope": scope,
+            "cadence": cadence,
+            "next_run_at": next_run_at,
+            "settings": self._db.json(None if settings is None else dict(settings)),
+        }
         await self._db.execute("upsert_schedule", params)
 
     async def list_schedules(self) -> list[Schedule]:
-        return [schedule_from_row(row) for row in await self._db.rows("select_schedules")]
+        return [self._db.decode.schedule(row) for row in await self._db.rows("select_schedules")]
 
     async def advance_schedule(
         self, scope: str, *, next_run_at: float, last_run_id: int | None

@@ -26,6 +26,7 @@ from sitesync.models import (
     RunHost,
     RunStatus,
     Schedule,
+    SettingChange,
     Task,
     TaskReport,
     TaskState,
@@ -43,13 +44,15 @@ class Decoders:
     run: Callable[[Row], Run]
     task: Callable[[Row], Task]
     domain: Callable[[Row], Domain]
+    schedule: Callable[[Row], Schedule]
+    setting_change: Callable[[Row], SettingChange]
 
 
 #: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.
 DEFAULT_MAX_ATTEMPTS_KEPT: int = setting_default("max_attempts_kept")
 
 
-def run_from_row(row: Row, *, config: Mapping[str, Any]) -> Run:
+def run_from_row(row: Row, *, config: Mapping[str, Any], settings: Mapping[str, Any] | None) -> Run:
     return Run(
         id=row["id"],
         status=RunStatus(row["status"]),
@@ -65,6 +68,8 @@ def run_from_row(row: Row, *, config: Mapping[str, Any]) -> Run:
         supervisor_id=row["supervisor_id"],
         crash_retries=row["crash_retries"],
         scope=row["scope"],
+        settings=settings,
+        settings_version=row["settings_version"],
     )
 
 
@@ -216,12 +221,24 @@ def lease_from_row(row: Row, run_id: int, token: int, expires_at: float) -> Leas
     )
 
 
-def schedule_from_row(row: Row) -> Schedule:
+def schedule_from_row(row: Row, *, settings: Mapping[str, Any] | None) -> Schedule:
     return Schedule(
         scope=row["scope"],
         cadence=row["cadence"],
         next_run_at=row["next_run_at"],
         last_run_id=row["last_run_id"],
+        settings=settings,
+    )
+
+
+def setting_change_from_row(row: Row, *, old: Any, new: Any) -> SettingChange:
+    return SettingChange(
+        run_id=row["run_id"],
+        version=row["version"],
+        name=row["name"],
+        old=old,
+        new=new,
+        changed_at=row["changed_at"],
     )
 
 

@@ -10,8 +10,8 @@ The frontier, runs and domains are here; the other parts live in :mod:`.base_fle
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from sitesync.models import (
     Attempt,
@@ -22,6 +22,7 @@ from sitesync.models import (
     Run,
     RunConfig,
     RunStatus,
+    SettingChange,
     Task,
     TaskReport,
     TaskState,
@@ -142,8 +143,21 @@ class RunStore(Protocol):
         """Add hosts to the run's ``extra_hosts`` (where its seeds redirect to)."""
         ...
 
-    async def create_run(self, config: RunConfig) -> Run:
-        """Create a run in status ``queued``."""
+    async def create_run(
+        self, config: RunConfig, *, settings: Mapping[str, Any] | None = None
+    ) -> Run:
+        """Create a run in status ``queued``, recording the settings it is created with
+        (:mod:`sitesync.run_settings`; None: none recorded, as before runs kept them)."""
+        ...
+
+    async def change_run_settings(self, run_id: int, changes: Mapping[str, Any]) -> Run:
+        """Set these of the run's settings and record each one whose value changed, with its
+        old and new value and the time, under the run's next ``settings_version``. Nothing is
+        written when no value changes. Which settings may change is checked by the caller."""
+        ...
+
+    async def list_setting_changes(self, run_id: int) -> list[SettingChange]:
+        """The run's setting changes, oldest first."""
         ...
 
     async def get_run(self, run_id: int) -> Run:

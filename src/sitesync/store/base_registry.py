@@ -5,8 +5,8 @@ Part of :mod:`sitesync.store.base`, which re-exports them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from sitesync.models import (
     Domain,
@@ -86,10 +86,12 @@ class RegistryStore(Protocol):
         """Registered domains, filtered."""
         ...
 
-    async def start_scan(self, scope: str, config: RunConfig) -> Run:
-        """Create a queued run of the scope (``config`` has its active domains as seeds);
-        raises ``ScanConflict`` with the existing run's id if the scope has an active run,
-        and creates nothing."""
+    async def start_scan(
+        self, scope: str, config: RunConfig, *, settings: Mapping[str, Any] | None = None
+    ) -> Run:
+        """Create a queued run of the scope (``config`` has its active domains as seeds)
+        with these settings; raises ``ScanConflict`` with the existing run's id if the scope
+        has an active run, and creates nothing."""
         ...
 
     async def apply_scan_results(self, run_id: int) -> ScanSummary | None:
@@ -102,8 +104,16 @@ class RegistryStore(Protocol):
         completed one died before applying it), oldest first."""
         ...
 
-    async def set_schedule(self, scope: str, *, cadence: str, next_run_at: float) -> None:
-        """Scan ``scope`` on ``cadence`` (cron syntax), next at ``next_run_at``."""
+    async def set_schedule(
+        self,
+        scope: str,
+        *,
+        cadence: str,
+        next_run_at: float,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Scan ``scope`` on ``cadence`` (cron syntax), next at ``next_run_at``, each scan
+        created with ``settings``."""
         ...
 
     async def list_schedules(self) -> list[Schedule]:

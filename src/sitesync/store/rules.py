@@ -70,6 +70,32 @@ def transition_params(run: Run, to: RunStatus, reason: str | None, now: float) -
     }
 
 
+@dataclass(frozen=True, slots=True)
+class SettingsPlan:
+    """What ``change_run_settings`` writes: the run's new settings, its version after the
+    change, and each setting that changed with its old and new value."""
+
+    settings: dict[str, Any]
+    version: int
+    changed: list[tuple[str, Any, Any]]
+
+
+def settings_change(run: Run, changes: Mapping[str, Any]) -> SettingsPlan | None:
+    """The run's settings with ``changes`` applied, or None when none of them changes a value
+    (nothing is written or recorded then). Which settings may change is decided above the
+    store (:mod:`sitesync.run_settings`); here a change is only applied and recorded."""
+    current = dict(run.settings or {})
+    changed = [
+        (name, current.get(name), value)
+        for name, value in sorted(changes.items())
+        if current.get(name) != value
+    ]
+    if not changed:
+        return None
+    current.update({name: value for name, _, value in changed})
+    return SettingsPlan(settings=current, version=run.settings_version + 1, changed=changed)
+
+
 def extended_hosts(known: Sequence[str], hosts: Sequence[str]) -> tuple[str, ...] | None:
     """The run's ``extra_hosts`` with ``hosts`` added in order, or None if nothing is new."""
     extra = tuple(dict.fromkeys((*known, *hosts)))

@@ -32,6 +32,7 @@ import psycopg
 from psycopg import AsyncConnection, errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 from sitesync.errors import ConfigError, MigrationError, RunNotFound, StoreError
@@ -124,6 +125,10 @@ class PostgresDb:
     def text_list(self, values: Sequence[str]) -> list[str]:
         """A list, sent as a ``text[]`` (``%(name)b::text[]`` in the queries)."""
         return list(values)
+
+    def json(self, value: Any) -> Jsonb | None:
+        """A value for a ``jsonb`` column (None: NULL)."""
+        return None if value is None else Jsonb(value)
 
     async def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[DictRow]:
         """The rows of one read query, outside a transaction; retried like a transaction."""

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sitesync.models import Domain, Run, Task, TaskReport
+from sitesync.models import Domain, Run, Schedule, SettingChange, Task, TaskReport
 from sitesync.store import _rows as shared
 from sitesync.store.rules import Row
 
@@ -44,7 +44,16 @@ def domain_from_row(row: Row) -> Domain:
 
 
 def run_from_row(row: Row) -> Run:
-    return shared.run_from_row(row, config=row["config"])  # jsonb arrives decoded
+    # jsonb arrives decoded
+    return shared.run_from_row(row, config=row["config"], settings=row["settings"])
+
+
+def schedule_from_row(row: Row) -> Schedule:
+    return shared.schedule_from_row(row, settings=row["settings"])
+
+
+def setting_change_from_row(row: Row) -> SettingChange:
+    return shared.setting_change_from_row(row, old=row["old_value"], new=row["new_value"])
 
 
 def task_from_row(row: Row) -> Task:
@@ -52,4 +61,10 @@ def task_from_row(row: Row) -> Task:
 
 
 #: This backend's way with its encoded columns, carried by its plumbing object.
-DECODE = shared.Decoders(run=run_from_row, task=task_from_row, domain=domain_from_row)
+DECODE = shared.Decoders(
+    run=run_from_row,
+    task=task_from_row,
+    domain=domain_from_row,
+    schedule=schedule_from_row,
+    setting_change=setting_change_from_row,
+)

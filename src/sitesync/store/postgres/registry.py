@@ -8,7 +8,8 @@ touches a run (one lock order), then the scope's domain rows in host order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from psycopg import errors
 from psycopg.types.json import Jsonb
@@ -50,10 +51,13 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
 
     # -- scans ----------------------------------------------------------------------------
 
-    async def start_scan(self, scope: str, config: RunConfig) -> Run:
+    async def start_scan(
+        self, scope: str, config: RunConfig, *, settings: Mapping[str, Any] | None = None
+    ) -> Run:
         params = {
             "scope": scope,
             "config": Jsonb(config.to_json()),
+            "settings": self._db.json(None if settings is None else dict(settings)),
             "now": self._db.clock(),
             "create_token": new_create_token(),  # this call's, whatever its attempts
         }

@@ -31,8 +31,8 @@ SELECT * FROM domains
 -- call's create_token is taken, by its own first attempt (as insert_run). The token is
 -- the ON CONFLICT arbiter, checked before the insert: a replay finds its run, not a
 -- conflict with it.
-INSERT INTO runs (status, config, created_at, last_activity_at, scope, create_token)
-VALUES ('queued', %(config)s, %(now)s, %(now)s, %(scope)s, %(create_token)s)
+INSERT INTO runs (status, config, settings, created_at, last_activity_at, scope, create_token)
+VALUES ('queued', %(config)s, %(settings)s, %(now)s, %(now)s, %(scope)s, %(create_token)s)
 ON CONFLICT (create_token) DO NOTHING
 RETURNING id;
 
@@ -79,11 +79,11 @@ UPDATE domains
  WHERE host = %(host)s;
 
 -- name: upsert_schedule
-INSERT INTO schedules (scope, cadence, next_run_at, updated_at)
-VALUES (%(scope)s, %(cadence)s, %(next_run_at)s, %(now)s)
+INSERT INTO schedules (scope, cadence, next_run_at, settings, updated_at)
+VALUES (%(scope)s, %(cadence)s, %(next_run_at)s, %(settings)s, %(now)s)
 ON CONFLICT (scope) DO UPDATE
    SET cadence = excluded.cadence, next_run_at = excluded.next_run_at,
-       updated_at = excluded.updated_at;
+       settings = excluded.settings, updated_at = excluded.updated_at;
 
 -- name: select_schedules
 SELECT * FROM schedules ORDER BY scope;

@@ -6,8 +6,9 @@ aliases accumulate) in :mod:`sitesync.store.rules`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
@@ -17,23 +18,32 @@ from sitesync.store.postgres import budget
 from sitesync.store.postgres._db import (
     Conn,
     PostgresDb,
+    Q,
     new_create_token,
     one,
     read_run,
     require_run,
 )
 from sitesync.store.postgres._rows import domain_from_row
-from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
+from sitesync.store.rules import (
+    extended_hosts,
+    merged_aliases,
+    settings_change,
+    transition_params,
+)
 
 
 class PostgresRuns(PlainRuns[PostgresDb]):
-    async def create_run(self, config: RunConfig) -> Run:
+    async def create_run(
+        self, config: RunConfig, *, settings: Mapping[str, Any] | None = None
+    ) -> Run:
         token = new_create_token()  # this call's, whatever its attempts
 
         async def work(conn: Conn) -> Run:
             params = {
                 "status": RunStatus.QUEUED.value,
                 "config": Jsonb(config.to_json()),
+                "settings": self._db.json(None if settings is None else dict(settings)),
                 "now": self._db.clock(),
                 "create_token": token,
             }
@@ -45,6 +55,25 @@ class PostgresRuns(PlainRuns[PostgresDb]):
             if config.max_pages is not None:
                 await budget.create(conn, row["id"], config.max_pages)
             return await _read(conn, row["id"])
+
+        return await self._db.transaction(work)
+
+    async def change_run_settings(self, run_id: int, changes: Mapping[str, Any]) -> Run:
+        async def work(conn: Conn) -> Run:
+            run = await require_run(conn, run_id)
+            plan = settings_change(run, changes)
+            if plan is None:  # nothing to change (or a replay whose commit went through)
+                return run
+            now, params = self._db.clock(), {"run_id": run_id, "version": run.settings_version}
+            await conn.execute(
+                Q["update_run_settings"], {**params, "settings": Jsonb(plan.settings)}
+            )
+            for name, old, new in plan.changed:
+                await conn.execute(Q["insert_setting_change"], {
+                    "run_id": run_id, "version": plan.version, "name": name,
+                    "old_value": Jsonb(old), "new_value": Jsonb(new), "now": now,
+                })  # fmt: skip
+            return await _read(conn, run_id)
 
         return await self._db.transaction(work)
 

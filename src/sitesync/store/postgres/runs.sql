@@ -4,8 +4,8 @@
 -- name: insert_run
 -- No row back: a run with this call's create_token exists, made by the first attempt of
 -- this transaction (its commit's acknowledgement was lost).
-INSERT INTO runs (status, config, created_at, last_activity_at, create_token)
-VALUES (%(status)s, %(config)s, %(now)s, %(now)s, %(create_token)s)
+INSERT INTO runs (status, config, settings, created_at, last_activity_at, create_token)
+VALUES (%(status)s, %(config)s, %(settings)s, %(now)s, %(now)s, %(create_token)s)
 ON CONFLICT (create_token) DO NOTHING
 RETURNING id;
 
@@ -87,3 +87,16 @@ RETURNING *;
 -- statement a snapshot taken after the lock was granted, so it sees every change made
 -- under the lock before.
 SELECT id FROM runs WHERE id = %(run_id)s FOR NO KEY UPDATE;
+
+-- name: update_run_settings
+-- Changed only from the version read: two changes at once do not both apply to one base.
+UPDATE runs
+   SET settings = %(settings)s, settings_version = settings_version + 1
+ WHERE id = %(run_id)s AND settings_version = %(version)s;
+
+-- name: insert_setting_change
+INSERT INTO run_setting_changes (run_id, version, name, old_value, new_value, changed_at)
+VALUES (%(run_id)s, %(version)s, %(name)s, %(old_value)s, %(new_value)s, %(now)s);
+
+-- name: select_setting_changes
+SELECT * FROM run_setting_changes WHERE run_id = %(run_id)s ORDER BY version, name;

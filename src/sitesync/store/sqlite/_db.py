@@ -99,6 +99,10 @@ class SqliteDb:
         """A JSON array, read in the queries with ``json_each``."""
         return json.dumps(list(values))
 
+    def json(self, value: Any) -> str | None:
+        """A value for a JSON (text) column (None: NULL)."""
+        return None if value is None else json.dumps(value)
+
     async def execute(
         self, query: str, params: Mapping[str, Any], *, run_id: int | None = None
     ) -> int:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sitesync.models import Domain, NewTask, Run, Task, TaskReport
+from sitesync.models import Domain, NewTask, Run, Schedule, SettingChange, Task, TaskReport
 from sitesync.store import _rows as shared
 from sitesync.store.rules import Row
 
@@ -36,7 +36,21 @@ def domain_from_row(row: Row) -> Domain:
 
 
 def run_from_row(row: Row) -> Run:
-    return shared.run_from_row(row, config=json.loads(row["config"]))
+    settings = row["settings"]
+    return shared.run_from_row(
+        row, config=json.loads(row["config"]), settings=json.loads(settings) if settings else None
+    )
+
+
+def schedule_from_row(row: Row) -> Schedule:
+    settings = row["settings"]
+    return shared.schedule_from_row(row, settings=json.loads(settings) if settings else None)
+
+
+def setting_change_from_row(row: Row) -> SettingChange:
+    return shared.setting_change_from_row(
+        row, old=json.loads(row["old_value"]), new=json.loads(row["new_value"])
+    )
 
 
 def task_from_row(row: Row) -> Task:
@@ -44,4 +58,10 @@ def task_from_row(row: Row) -> Task:
 
 
 #: This backend's way with its encoded columns, carried by its plumbing object.
-DECODE = shared.Decoders(run=run_from_row, task=task_from_row, domain=domain_from_row)
+DECODE = shared.Decoders(
+    run=run_from_row,
+    task=task_from_row,
+    domain=domain_from_row,
+    schedule=schedule_from_row,
+    setting_change=setting_change_from_row,
+)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sitesync.errors import ScanConflict
 from sitesync.models import Run, RunConfig, ScanSummary
@@ -38,8 +39,15 @@ class SqliteRegistry(PlainRegistry[SqliteDb]):
 
     # -- scans ----------------------------------------------------------------------------
 
-    async def start_scan(self, scope: str, config: RunConfig) -> Run:
-        params = {"scope": scope, "config": json.dumps(config.to_json()), "now": self._db.clock()}
+    async def start_scan(
+        self, scope: str, config: RunConfig, *, settings: Mapping[str, Any] | None = None
+    ) -> Run:
+        params = {
+            "scope": scope,
+            "config": json.dumps(config.to_json()),
+            "settings": self._db.json(None if settings is None else dict(settings)),
+            "now": self._db.clock(),
+        }
 
         def work(conn: sqlite3.Connection) -> Run:
             try:

@@ -25,8 +25,8 @@ SELECT * FROM domains
 -- name: insert_scan_run
 -- runs_one_active_per_scope makes this fail while the scope has a queued, running or
 -- paused run: the conflict check and the insert are one atomic step.
-INSERT INTO runs (status, config, created_at, last_activity_at, scope)
-VALUES ('queued', :config, :now, :now, :scope)
+INSERT INTO runs (status, config, settings, created_at, last_activity_at, scope)
+VALUES ('queued', :config, :settings, :now, :now, :scope)
 RETURNING *;
 
 -- name: select_active_scan
@@ -69,11 +69,11 @@ UPDATE domains
  WHERE host = :host;
 
 -- name: upsert_schedule
-INSERT INTO schedules (scope, cadence, next_run_at, updated_at)
-VALUES (:scope, :cadence, :next_run_at, :now)
+INSERT INTO schedules (scope, cadence, next_run_at, settings, updated_at)
+VALUES (:scope, :cadence, :next_run_at, :settings, :now)
 ON CONFLICT (scope) DO UPDATE
    SET cadence = excluded.cadence, next_run_at = excluded.next_run_at,
-       updated_at = excluded.updated_at;
+       settings = excluded.settings, updated_at = excluded.updated_at;
 
 -- name: select_schedules
 SELECT * FROM schedules ORDER BY scope;

@@ -8,22 +8,31 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from sitesync.errors import RunNotFound
 from sitesync.models import Domain, Run, RunConfig, RunStatus
 from sitesync.store._plain import PlainRuns
-from sitesync.store.rules import extended_hosts, merged_aliases, transition_params
+from sitesync.store.rules import (
+    extended_hosts,
+    merged_aliases,
+    settings_change,
+    transition_params,
+)
 from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite._rows import domain_from_row, run_from_row
 
 
 class SqliteRuns(PlainRuns[SqliteDb]):
-    async def create_run(self, config: RunConfig) -> Run:
+    async def create_run(
+        self, config: RunConfig, *, settings: Mapping[str, Any] | None = None
+    ) -> Run:
         params = {
             "status": RunStatus.QUEUED.value,
             "config": json.dumps(config.to_json()),
+            "settings": self._db.json(None if settings is None else dict(settings)),
             "now": self._db.clock(),
         }
 
@@ -36,6 +45,25 @@ class SqliteRuns(PlainRuns[SqliteDb]):
         def work(conn: sqlite3.Connection) -> Run:
             params = transition_params(select_run(conn, run_id), to, reason, self._db.clock())
             conn.execute(Q["update_run_status"], params)
+            return select_run(conn, run_id)
+
+        return await self._db.transaction(work)
+
+    async def change_run_settings(self, run_id: int, changes: Mapping[str, Any]) -> Run:
+        def work(conn: sqlite3.Connection) -> Run:
+            run = select_run(conn, run_id)
+            plan = settings_change(run, changes)
+            if plan is None:
+                return run
+            now, params = self._db.clock(), {"run_id": run_id, "version": run.settings_version}
+            conn.execute(
+                Q["update_run_settings"], {**params, "settings": json.dumps(plan.settings)}
+            )
+            for name, old, new in plan.changed:
+                conn.execute(Q["insert_setting_change"], {
+                    "run_id": run_id, "version": plan.version, "name": name,
+                    "old_value": json.dumps(old), "new_value": json.dumps(new), "now": now,
+                })  # fmt: skip
             return select_run(conn, run_id)
 
         return await self._db.transaction(work)

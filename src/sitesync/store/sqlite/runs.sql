@@ -1,8 +1,8 @@
 -- Runs and the domains their roots redirect to (SQLite).
 
 -- name: insert_run
-INSERT INTO runs (status, config, created_at, last_activity_at)
-VALUES (:status, :config, :now, :now)
+INSERT INTO runs (status, config, settings, created_at, last_activity_at)
+VALUES (:status, :config, :settings, :now, :now)
 RETURNING id;
 
 -- name: select_run
@@ -46,3 +46,16 @@ ON CONFLICT (host) DO UPDATE
    SET canonical_host = excluded.canonical_host,
        aliases = excluded.aliases,
        updated_at = excluded.updated_at;
+
+-- name: update_run_settings
+-- Changed only from the version read: two changes at once do not both apply to one base.
+UPDATE runs
+   SET settings = :settings, settings_version = settings_version + 1
+ WHERE id = :run_id AND settings_version = :version;
+
+-- name: insert_setting_change
+INSERT INTO run_setting_changes (run_id, version, name, old_value, new_value, changed_at)
+VALUES (:run_id, :version, :name, :old_value, :new_value, :now);
+
+-- name: select_setting_changes
+SELECT * FROM run_setting_changes WHERE run_id = :run_id ORDER BY version, name;

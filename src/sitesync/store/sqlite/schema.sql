@@ -287,3 +287,18 @@ CREATE TABLE run_outcomes (
     tasks        INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, outcome, status_class)
 ) WITHOUT ROWID;
+
+-- A run's settings (migration 0014): what it was created with, as JSON, a version that
+-- grows with each change, and the changes; a schedule's settings, for the scans it starts.
+ALTER TABLE runs ADD COLUMN settings TEXT;
+ALTER TABLE runs ADD COLUMN settings_version INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE run_setting_changes (
+    run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    version    INTEGER NOT NULL,  -- the run's settings_version after the change
+    name       TEXT    NOT NULL,
+    old_value  TEXT    NOT NULL,  -- JSON
+    new_value  TEXT    NOT NULL,  -- JSON
+    changed_at REAL    NOT NULL,
+    PRIMARY KEY (run_id, version, name)
+) WITHOUT ROWID;
+ALTER TABLE schedules ADD COLUMN settings TEXT;
