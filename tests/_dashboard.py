@@ -43,7 +43,12 @@ def chromium() -> Iterator[Browser]:
 
 @contextlib.contextmanager
 def running_dashboard(*args: str, settings: dict[str, str] | None = None) -> Iterator[str]:
-    """``sitesync dashboard ARGS --port 0`` as the real CLI; yields the URL it announces."""
+    """``sitesync dashboard ARGS --port 0`` as the real CLI; yields the URL it announces.
+    The store it shows is created first (``sitesync migrate``): the dashboard only reads."""
+    if "--db" in args:
+        made = sitesync("migrate", "--db", args[args.index("--db") + 1], settings=settings)
+        made.communicate(timeout=60)
+        assert made.returncode == 0, "sitesync migrate failed"
     process = sitesync("dashboard", *args, "--port", "0", settings=settings)
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None

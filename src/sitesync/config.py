@@ -8,7 +8,14 @@ import tomllib
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypedDict
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -36,6 +43,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SITESYNC_", extra="forbid", use_attribute_docstrings=True
     )
+    _explicit: dict[str, str] = PrivateAttr(default_factory=dict)
 
     db: str = "sitesync.db"
     """Where the store lives: a SQLite file path (the default, ``./sitesync.db``), or a
@@ -398,6 +406,20 @@ class Settings(BaseSettings):
         )
 
     @property
+    def explicit(self) -> frozenset[str]:
+        """The settings given as flags (by :func:`load_settings`), not by the environment,
+        ``sitesync.toml`` or a default: a flag that contradicts a run is refused."""
+        return frozenset(self._explicit)
+
+    def flag_of(self, name: str) -> str:
+        """How the user gave setting ``name``: its flag as typed, or its variable."""
+        return self._explicit.get(name) or f"SITESYNC_{name.upper()}"
+
+    def mark_explicit(self, flags: Mapping[str, str]) -> None:
+        """Record these settings as given by flags (setting name -> the flag typed)."""
+        self._explicit = dict(flags)
+
+    @property
     def heartbeat(self) -> float:
         """Seconds between two renewals of a worker's leases and claims (and its run's sign
         of life): ``heartbeat_seconds``, or derived from the lease and claim lengths."""
@@ -455,9 +477,10 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
     try:
         settings = Settings(**given)
     except ValidationError as exc:
-        raise _one_line(exc, flag_names or {}) from exc
+        raise ConfigError(one_line_error(exc, flag_names or {})) from exc
     except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"settings file {_settings_file()}: {exc}") from exc
+    settings.mark_explicit({name: (flag_names or {}).get(name, "") for name in given})
     remember_secrets(settings.db)
     token = settings.dashboard_token
     remember_secret(token.get_secret_value() if token else None)
@@ -468,12 +491,13 @@ def _settings_file() -> str:
     return os.environ.get("SITESYNC_CONFIG", "sitesync.toml")
 
 
-def _one_line(exc: ValidationError, flag_names: Mapping[str, str]) -> ConfigError:
+def one_line_error(exc: ValidationError, flag_names: Mapping[str, str]) -> str:
+    """The first problem of a validation, on one line naming the setting (and its flag)."""
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "settings"
     if where == "settings":
-        return ConfigError(f"invalid settings: {error['msg']}")
+        return f"invalid settings: {error['msg']}"
     env = f"SITESYNC_{where.upper()}"
     named = f"{flag_names[where]} / {env}" if where in flag_names else env
     got = redact(repr(error.get("input")))
-    return ConfigError(f"invalid setting {where} ({named}): {error['msg']} (got {got})")
+    return f"invalid setting {where} ({named}): {error['msg']} (got {got})"

@@ -4,12 +4,14 @@ The tree::
 
     SitesyncError
     ├── ConfigError            a setting or a combination of settings is invalid
+    ├── CannotJoinRun          this process cannot work on a run as the run's settings ask
     ├── InvalidURL             a URL cannot be crawled (malformed, not http(s), no host)
     ├── StoreError             the store could not do what was asked
     │   ├── StoreLocked        the database stayed locked past busy_timeout
     │   ├── StoreUnavailable   transient store faults outlasted store_retry_seconds
     │   ├── MigrationError     the schema could not be brought up to date
     │   │   └── SchemaTooNew   a newer sitesync migrated the store: refused
+    │   ├── StoreNotReady      a command that only reads found no store, or an older one
     │   ├── RunNotFound        no run has that id
     │   ├── IllegalTransition  a run cannot move from its status to the one asked for
     │   └── ScanConflict       the scope already has an active run (``run_id`` says which)
@@ -35,6 +37,16 @@ class SitesyncError(Exception):
 
 class ConfigError(SitesyncError):
     """A setting is invalid."""
+
+
+class CannotJoinRun(SitesyncError):
+    """This process cannot work on the run as the run's settings ask: a flag contradicts a
+    setting the run was created with, or a plugin or fetcher the run uses is missing here.
+    The process exits with :data:`EXIT_CANNOT_JOIN` and the run is left as it was."""
+
+
+#: Exit code of a process refused by a run's settings (sysexits' EX_CONFIG).
+EXIT_CANNOT_JOIN = 78
 
 
 class InvalidURL(SitesyncError):
@@ -68,6 +80,11 @@ class MigrationError(StoreError):
 
 class SchemaTooNew(MigrationError):
     """The store was migrated by a newer sitesync."""
+
+
+class StoreNotReady(StoreError):
+    """A command that only reads found no store at the place given, or one whose schema is
+    older than this sitesync's: reading never creates or migrates a store."""
 
 
 class RunNotFound(StoreError):

@@ -116,7 +116,7 @@ async def _scheduled_scan(db: str, now: float) -> tuple[Run, dict[str, Domain]]:
     store = await open_store(db)
     try:
         [queued] = await start_due_scans(store, settings, now=now)
-        run = await prepare_run(store, CrawlRequest(resume_run_id=queued.id), settings)
+        run, settings = await prepare_run(store, CrawlRequest(resume_run_id=queued.id), settings)
         ended = await crawl(store, run, settings)
         return ended, {d.host: d for d in await store.list_domains(scope="fr")}
     finally:

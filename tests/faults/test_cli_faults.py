@@ -163,10 +163,12 @@ def test_a_store_from_the_future_is_refused_naming_both_versions(db_url: str) ->
     ours = len(
         load_migrations("sitesync.store.postgres" if "://" in db_url else "sitesync.store.sqlite")
     )
-    first = cli("runs", "--db", db_url)
+    first = cli("migrate", "--db", db_url)
     assert first.returncode == 0, first.stderr  # created and migrated
     _record_migration(db_url, 99)
-    for args in (["runs"], ["db", "upgrade"], ["crawl", "http://127.0.0.1:9/", "--no-progress"]):
+    commands = (["runs"], ["migrate"], ["migrate", "--dry-run"], ["db", "upgrade"],
+                ["crawl", "http://127.0.0.1:9/", "--no-progress"])  # fmt: skip
+    for args in commands:
         result = cli(*args, "--db", db_url)
         one_line_error(result, "schema version 99", f"schema version {ours}", "upgrade sitesync")
     # Nothing was written by the refused commands: no run was created.

@@ -188,7 +188,7 @@ async def crawl_one_host(
     tasks and the host's state. ``stored_failures``: as an earlier holder left them."""
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
+        run, settings = await prepare_run(store, CrawlRequest(seeds=seeds), settings)
         if stored_failures:
             await store.save_host_failures(run.id, host, failures=stored_failures)
         started = time.monotonic()
@@ -239,7 +239,9 @@ async def test_a_host_that_dies_mid_crawl_ends_its_remaining_pages_in_one_step(
     )
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, CrawlRequest(seeds=tuple(site.root_urls)), settings)
+        run, settings = await prepare_run(
+            store, CrawlRequest(seeds=tuple(site.root_urls)), settings
+        )
         final = await crawl(store, run, settings)
         counts = await store.count_tasks(run.id)
         tasks = await store.list_tasks(run.id, limit=10_000)

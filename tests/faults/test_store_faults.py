@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sitesync.errors import EXIT_STORE_UNAVAILABLE
+from sitesync.errors import EXIT_CANNOT_JOIN, EXIT_STORE_UNAVAILABLE
 from sitesync.fetch.base import FetchOutcome
 from sitesync.models import NewTask, Run, RunConfig, RunStatus, TaskReport, TaskState
 from sitesync.store import open_store
@@ -232,13 +232,16 @@ def test_a_bad_setting_prints_one_line_and_creates_no_run(
 
 
 def test_a_worker_whose_browser_cannot_start_leaves_the_queued_run_queued(db_url: str) -> None:
-    queue = sitesync("crawl", "http://127.0.0.1:9/", "--db", db_url, "--queue")
+    # Queued from a machine with Chromium: the run is crawled with a browser, wherever.
+    queue = sitesync("crawl", "http://127.0.0.1:9/", "--db", db_url, "--queue",
+                     "--fetcher", "browser")  # fmt: skip
     _, err = communicate(queue, timeout=60)
     assert queue.returncode == 0, err
-    settings = {"fetcher": "browser", "browser_executable": "/nonexistent/chromium"}
+    # A worker on a machine without it (where Chromium is, is each machine's own setting).
+    settings = {"browser_executable": "/nonexistent/chromium"}
     worker = sitesync("worker", "--run", "1", "--db", db_url, settings=settings)
     _, err = communicate(worker, timeout=60)
-    assert worker.returncode != 0
+    assert worker.returncode == EXIT_CANNOT_JOIN
     assert len(err.strip().splitlines()) == 1 and "no Chromium" in err, err
     [run] = list_runs(db_url)
     assert run.status is RunStatus.QUEUED  # not running: nothing for the watchdog to restart

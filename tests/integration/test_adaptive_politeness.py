@@ -89,7 +89,7 @@ async def watching(store: Store, host: str) -> AsyncIterator[list[HostState]]:
 async def crawl_site(settings: Settings, site: LoadedSite) -> tuple[Run, list[HostState]]:
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, CrawlRequest(seeds=(site.root,)), settings)
+        run, settings = await prepare_run(store, CrawlRequest(seeds=(site.root,)), settings)
         async with watching(store, site.host) as seen:
             final = await crawl(store, run, settings)
         return final, seen

@@ -249,7 +249,7 @@ async def test_a_crawl_with_the_browser_follows_javascript_inserted_links(
     )
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, CrawlRequest(seeds=(site.root_urls[0],)), settings)
+        run, settings = await prepare_run(store, CrawlRequest(seeds=(site.root_urls[0],)), settings)
         final = await crawl(store, run, settings, fetcher=fetcher)
         tasks = {task.url: task for task in await store.list_tasks(run.id, limit=100)}
     finally:

@@ -35,7 +35,7 @@ async def run_crawl(
 ) -> tuple[Run, dict[TaskState, int], list[Task]]:
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, request, settings)
+        run, settings = await prepare_run(store, request, settings)
         final = await crawl(store, run, settings)
         counts = await store.count_tasks(run.id)
         tasks = await store.list_tasks(run.id, limit=100_000)

@@ -11,6 +11,7 @@ import pytest
 from sitesync.config import load_settings
 from sitesync.fetch.base import FetchOutcome
 from sitesync.models import AssetRecord, RunConfig, RunStatus, TaskReport
+from sitesync.store import open_store
 from sitesync.store.base import Store
 from sitesync.web import create_app
 from tests.contract.test_frontier_store import running_run, task
@@ -209,6 +210,7 @@ async def test_the_page_and_its_assets_are_served(client: httpx.AsyncClient) -> 
 async def test_with_a_token_everything_needs_it(tmp_path: Path) -> None:
     token = "s3cret-s3cret-s3cret"
     settings = load_settings(db=str(tmp_path / "t.db"), dashboard_token=token)
+    await (await open_store(settings.db)).close()  # the dashboard reads one: it must exist
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with (

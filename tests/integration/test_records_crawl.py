@@ -97,7 +97,7 @@ def settings_for(db: Path, **overrides: object) -> Settings:
 async def crawl_once(settings: Settings, seeds: list[str]) -> Run:
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, CrawlRequest(seeds=tuple(seeds)), settings)
+        run, settings = await prepare_run(store, CrawlRequest(seeds=tuple(seeds)), settings)
         return await crawl(store, run, settings)
     finally:
         await store.close()

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from sitesync.cli import app
 from sitesync.models import RunStatus
 from sitesync.store import open_store
+from tests.acceptance._cli import run_in_process
 from tests.contract.test_frontier_store import running_run, task
 
 
@@ -44,8 +45,16 @@ def test_status_shows_active_runs_pending_work_and_why_they_are_idle(tmp_path: P
 
 def test_status_of_an_empty_store_says_so(tmp_path: Path) -> None:
     db = str(tmp_path / "empty.db")
+    assert CliRunner().invoke(app, ["migrate", "--db", db]).exit_code == 0
     result = CliRunner().invoke(app, ["status", "--db", db])
     assert result.exit_code == 0 and "no active run" in result.output
+
+
+def test_status_of_a_mistyped_store_is_an_error_not_an_all_clear(tmp_path: Path) -> None:
+    db = tmp_path / "typo" / "x.db"
+    result = run_in_process("status", "--db", str(db))
+    assert result.returncode == 1 and f"error: no store at {db}" in result.stderr
+    assert not db.parent.exists()  # reading created nothing
 
 
 def test_the_dashboard_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def settings_for(tmp_path: Path, **overrides: object) -> Settings:
 async def crawl_in_process(settings: Settings, request: CrawlRequest) -> tuple[Run, list[Task]]:
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, request, settings)
+        run, settings = await prepare_run(store, request, settings)
         ended = await crawl(store, run, settings)
         return ended, await store.list_tasks(run.id, limit=1000)
     finally:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Annotated
 
 import typer
 
+from sitesync import __version__
 from sitesync.cli import crawl as _crawl
 from sitesync.cli import dashboard as _dashboard
 from sitesync.cli import domains as _domains
@@ -16,6 +18,8 @@ from sitesync.cli import ops as _ops
 from sitesync.cli import plugins as _plugins
 from sitesync.cli import records as _records
 from sitesync.cli import runs as _runs
+from sitesync.cli import scans as _scans
+from sitesync.cli import settings as _settings
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
 from sitesync.cli import why as _why
@@ -28,14 +32,42 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from sitesync.store import schema_versions
+
+        speaks = ", ".join(f"{name} {version}" for name, version in schema_versions().items())
+        typer.echo(f"sitesync {__version__} (store schema: {speaks})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and the store schema version it speaks, and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Crawl websites politely and keep a versioned catalogue of them in sync."""
+
+
 app.command("crawl")(_crawl.crawl_command)
 app.command("worker")(_crawl.worker_command)
 _runs.runs_app.command("cleanup-stale")(_ops.cleanup_stale)
 app.add_typer(_runs.runs_app, name="runs")
 app.command("show")(_runs.show_command)
+app.command("settings")(_settings.settings_command)
 app.command("status")(_status.status_command)
 app.command("dashboard")(_dashboard.dashboard_command)
 app.add_typer(_runs.db_app, name="db")
+app.command("migrate")(_runs.migrate_command)
 app.add_typer(_ops.claims_app, name="claims")
 app.command("pause")(_lifecycle.pause_command)
 app.command("resume")(_lifecycle.resume_command)
@@ -43,8 +75,8 @@ app.command("stop")(_lifecycle.stop_command)
 app.command("cancel")(_lifecycle.cancel_command)
 app.command("supervise")(_supervise.supervise_command)
 app.add_typer(_domains.domains_app, name="domains")
-app.command("scan")(_domains.scan_command)
-app.command("schedule")(_domains.schedule_command)
+app.command("scan")(_scans.scan_command)
+app.command("schedule")(_scans.schedule_command)
 app.command("plugins")(_plugins.plugins_command)
 app.command("history")(_records.history_command)
 app.command("diff")(_records.diff_command)

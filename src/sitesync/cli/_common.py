@@ -6,13 +6,20 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from sitesync.errors import EXIT_STORE_UNAVAILABLE, SitesyncError, StoreUnavailable
+from sitesync.errors import (
+    EXIT_CANNOT_JOIN,
+    EXIT_STORE_UNAVAILABLE,
+    CannotJoinRun,
+    SitesyncError,
+    StoreUnavailable,
+)
 from sitesync.redact import RedactingFormatter, redact
 from sitesync.store import Store, open_store
 
@@ -68,6 +75,9 @@ def exit_code_of(work: Callable[[], object]) -> int:
         # Not the run's fault: its run stays for the watchdog, which re-queues it.
         _error_line(exc)
         return EXIT_STORE_UNAVAILABLE
+    except CannotJoinRun as exc:
+        _error_line(exc)
+        return EXIT_CANNOT_JOIN
     except SitesyncError as exc:
         _error_line(exc)
         return 1
@@ -78,11 +88,13 @@ def _error_line(exc: Exception) -> None:
     plain_console(stderr=True).print(styled("error:", "bold red"), redact(str(exc)), soft_wrap=True)
 
 
-def with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:
-    """Open the store, run ``work`` on it, close it: the sync edge of an async core."""
+def with_store(db: str, work: Callable[[Store], Awaitable[T]], *, migrate: bool = True) -> T:
+    """Open the store, run ``work`` on it, close it: the sync edge of an async core.
+    ``migrate=False`` for the commands that only read: they never create or migrate a store
+    (``StoreNotReady``, one line, when it is missing or older than this sitesync)."""
 
     async def go() -> T:
-        store = await open_store(db)
+        store = await open_store(db, migrate=migrate)
         try:
             return await work(store)
         finally:
@@ -109,3 +121,9 @@ def format_bytes(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GB"
+
+
+def format_time(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

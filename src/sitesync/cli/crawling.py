@@ -25,9 +25,16 @@ from sitesync.errors import ConfigError
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
 from sitesync.redact import redact
+from sitesync.run_settings import snapshot
 from sitesync.runs.crawl import STOP_ON_CTRL_C, crawl
 from sitesync.runs.processes import Helpers, freeze_startup_heap, process_count
-from sitesync.runs.request import CrawlRequest, prepare_run, request_config, validate_request
+from sitesync.runs.request import (
+    CrawlRequest,
+    plugin_names,
+    prepare_run,
+    request_config,
+    validate_request,
+)
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.service import serve
 from sitesync.store import Store, open_store
@@ -47,7 +54,8 @@ def queue(settings: Settings, request: CrawlRequest) -> None:
 async def _enqueue(settings: Settings, request: CrawlRequest) -> Run:
     store = await open_store(settings.db, **settings.store_options())
     try:
-        return await store.create_run(request_config(request, settings))
+        recorded = snapshot(settings, plugins=plugin_names(settings))
+        return await store.create_run(request_config(request, settings), settings=recorded)
     finally:
         await store.close()
 
@@ -143,7 +151,7 @@ async def _crawl(
 ) -> Run:
     store = await open_store(settings.db, **settings.store_options())
     try:
-        run = await prepare_run(store, request, settings)
+        run, settings = await prepare_run(store, request, settings)
         if run.status is RunStatus.COMPLETED:  # a worker that joined too late
             await finish_completed_scans(store)  # in case the one that completed it died
             console.print(f"run {run.id} is already completed: nothing to do")

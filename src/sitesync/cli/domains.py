@@ -14,27 +14,26 @@ import io
 import json
 import sys
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from sitesync.cli._common import plain_console, styled, with_store
-from sitesync.cli.options import NETWORK, DbOption, Flags, from_flags, settings_flags
-from sitesync.config import Settings
-from sitesync.errors import ConfigError, InvalidURL, ScanConflict
+from sitesync.cli._common import format_time, plain_console, styled, with_store
+from sitesync.cli.options import (
+    NETWORK,
+    DbOption,
+    Flags,
+    from_flags,
+    settings_flags,
+)
+from sitesync.errors import ConfigError, InvalidURL
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
-from sitesync.models import Domain, DomainScan, Schedule
-from sitesync.runs.request import CrawlRequest
-from sitesync.runs.scans import schedule_scan, start_scan
+from sitesync.models import Domain, DomainScan
 from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
 from sitesync.urls import normalize_url, url_host
-
-#: Exit code of ``sitesync scan`` when the scope already has an active run.
-EXIT_SCAN_CONFLICT = 3
 
 _COLUMNS = ("domain", "host", "url")  # looked for in this order, case-insensitively
 
@@ -197,11 +196,12 @@ def list_command(
         lambda store: store.list_domains(
             scope=scope, stale=True if stale else None, active=False if inactive else None
         ),
+        migrate=False,
     )
     if not domains:
         console.print("no registered domains match: add some with 'sitesync domains import'")
         return
-    latest = with_store(settings.db, lambda store: store.latest_domain_scans())
+    latest = with_store(settings.db, lambda store: store.latest_domain_scans(), migrate=False)
     console.print(domains_table(domains, {scan.host: scan for scan in latest}))
 
 
@@ -218,7 +218,7 @@ def show_command(
     async def work(store: Store) -> tuple[Domain | None, list[DomainScan]]:
         return await store.get_domain(host), await store.domain_history(host)
 
-    found, history = with_store(settings.db, work)
+    found, history = with_store(settings.db, work, migrate=False)
     if found is None:
         raise ConfigError(f"no domain {host} in the registry: 'sitesync domains list' shows them")
     if as_json:
@@ -272,127 +272,3 @@ def domains_table(domains: list[Domain], latest: dict[str, DomainScan] | None = 
             "-" if scan is None else f"{scan.assets_found}/{scan.assets_stored}",
         )
     return table
-
-
-# -- sitesync scan ------------------------------------------------------------------------
-
-
-@settings_flags("db", *NETWORK)
-def scan_command(
-    flags: Flags,
-    scope: Annotated[str, typer.Argument(help="The scope to scan.")],
-    now: Annotated[
-        bool, typer.Option("--now", help="Also crawl it in this process until it ends.")
-    ] = False,
-    progress: Annotated[bool, typer.Option(help="With --now: show a live progress bar.")] = True,
-) -> None:
-    """Start a scan of a scope's active domains: a queued run that 'sitesync supervise' (or
-    'sitesync worker --run ID') crawls, or this process with --now.
-
-    A scope has at most one active run: if it has one, this names it and exits with code 3.
-    """
-    settings = from_flags(**flags)
-    try:
-        run = with_store(settings.db, lambda store: start_scan(store, scope, settings))
-    except ScanConflict as exc:
-        err_console.print(
-            styled("error:", "bold red"),
-            f"scope {scope} already has an active run: {exc.run_id}",
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_SCAN_CONFLICT) from None
-    console.print(
-        f"run {run.id}: scan of scope {scope!r} queued ({len(run.config.seeds)} domains)",
-        highlight=False,
-        soft_wrap=True,
-    )
-    if not now:
-        console.print(
-            f"crawl it with 'sitesync supervise' or 'sitesync worker --run {run.id}'",
-            soft_wrap=True,
-        )
-        return
-    from sitesync.cli import crawling  # the crawl stack, loaded only to crawl (cli/crawl.py)
-
-    crawling.crawl_and_report(
-        settings, CrawlRequest(resume_run_id=run.id), progress=progress, summary_json=None
-    )
-
-
-# -- sitesync schedule --------------------------------------------------------------------
-
-
-@settings_flags("db", "scan_cadence")
-def schedule_command(
-    flags: Flags,
-    scope: Annotated[str | None, typer.Argument(help="The scope to scan on a cadence.")] = None,
-    list_: Annotated[bool, typer.Option("--list", help="List every schedule.")] = False,
-    delete: Annotated[
-        bool, typer.Option("--delete", help="Delete SCOPE's schedule (no more scans).")
-    ] = False,
-) -> None:
-    """Scan a scope on a cadence (set or replace its schedule), list the schedules, or
-    delete one (--delete SCOPE).
-
-    'sitesync supervise' starts each scan when it is due.
-    """
-    settings = from_flags(**flags)
-    cadence_given = flags["scan_cadence"] is not None
-    if delete:
-        if scope is None or cadence_given or list_:
-            raise ConfigError("--delete takes a SCOPE only: sitesync schedule --delete SCOPE")
-        if not with_store(settings.db, lambda store: store.delete_schedule(scope)):
-            raise ConfigError(f"scope {scope!r} has no schedule: 'sitesync schedule --list'")
-        console.print(f"schedule of scope {scope!r} deleted", highlight=False, soft_wrap=True)
-    elif list_ or scope is None:
-        if scope is not None or cadence_given:
-            raise ConfigError("give either --list, or a SCOPE (and optionally --cadence)")
-        schedules = with_store(settings.db, lambda store: store.list_schedules())
-        if not schedules:
-            console.print("no schedules: add one with 'sitesync schedule SCOPE'")
-            return
-        console.print(schedules_table(schedules))
-    else:
-        _set_schedule(settings, scope)
-
-
-def _set_schedule(settings: Settings, scope: str) -> None:
-    cadence = settings.scan_cadence
-
-    async def work(store: Store) -> tuple[float, int]:
-        next_run_at = await schedule_scan(store, scope, cadence)
-        return next_run_at, len(await store.list_domains(scope=scope, active=True))
-
-    next_run_at, active = with_store(settings.db, work)
-    console.print(
-        f"scope {scope!r} is scanned on '{cadence}' (UTC); next scan {format_time(next_run_at)}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    if not active:
-        err_console.print(
-            styled("warning:", "yellow"),
-            f"scope {scope!r} has no active domains yet: "
-            f"'sitesync domains import FILE --scope {scope}'",
-            soft_wrap=True,
-        )
-
-
-def schedules_table(schedules: list[Schedule]) -> Table:
-    table = Table(title="scan schedules (UTC)")
-    for column in ("scope", "cadence", "next scan", "last run"):
-        table.add_column(column, justify="right" if column == "last run" else "left")
-    for schedule in schedules:
-        table.add_row(
-            schedule.scope,
-            schedule.cadence,
-            format_time(schedule.next_run_at),
-            str(schedule.last_run_id) if schedule.last_run_id is not None else "-",
-        )
-    return table
-
-
-def format_time(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

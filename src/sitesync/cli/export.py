@@ -31,5 +31,7 @@ def export_command(
     opens in web archivists' tools.
     """
     settings = from_flags(db=db)
-    count = with_store(settings.db, lambda store: export_run(store, run_id, output, fmt, kind=kind))
+    count = with_store(
+        settings.db, lambda store: export_run(store, run_id, output, fmt, kind=kind), migrate=False
+    )
     console.print(f"wrote {count} records of run {run_id} to {output} ({fmt.value})")

@@ -141,8 +141,15 @@ CRAWL = (*WORKER, "max_retries", "retry_backoff", "max_claims_per_worker",
          "follow_offsite_seed_redirects", "fetcher", "respect_robots", "sitemaps",
          "adaptive_politeness", "max_body_bytes", "plugins", "strict_plugins",
          "processes")  # fmt: skip
+#: The flags of CRAWL that set a run's own settings (sitesync.run_settings): what a schedule
+#: records for its scans.
+RUN_FLAGS = ("per_host_concurrency", "delay", "max_retries", "retry_backoff", "user_agent",
+             "contact", "follow_offsite_seed_redirects", "fetcher", "respect_robots",
+             "sitemaps", "adaptive_politeness", "total_timeout", "max_body_bytes", "plugins",
+             "worker_id_header", *NETWORK)  # fmt: skip
+# The supervisor's workers crawl each run with the run's settings: none of them is its own.
 SUPERVISE = ("db", "workers_per_run", "max_worker_processes", "supervisor_heartbeat_seconds",
-             "watchdog_seconds", "stale_run_seconds", "max_crash_retries", *NETWORK)  # fmt: skip
+             "watchdog_seconds", "stale_run_seconds", "max_crash_retries")  # fmt: skip
 DASHBOARD = ("db", "dashboard_host", "dashboard_port", "dashboard_token")
 
 DbOption = FLAGS["db"].option()

@@ -33,7 +33,7 @@ def history_command(
     """
     settings = from_flags(db=db)
     key = _as_key(key)
-    versions = with_store(settings.db, lambda store: store.record_history(key))
+    versions = with_store(settings.db, lambda store: store.record_history(key), migrate=False)
     if not versions:
         console.print(f"no record with key {key}")
         raise typer.Exit(1)
@@ -69,7 +69,7 @@ def diff_command(
         await store.get_run(run_b)  # a wrong id is an error, not an empty diff
         return await store.diff_runs(run_a, run_b)
 
-    diff = with_store(settings.db, load)
+    diff = with_store(settings.db, load, migrate=False)
     if as_json:
         typer.echo(json.dumps(_diff_json(diff), indent=2))
         return
@@ -92,7 +92,7 @@ def records_command(
         await store.get_run(run_id)
         return await store.records_of_run(run_id), await store.run_assets(run_id)
 
-    records, assets = with_store(settings.db, load)
+    records, assets = with_store(settings.db, load, migrate=False)
     kinds = Table(title=f"records of run {run_id}")
     for column in ("kind", "records", "new or changed in this run"):
         kinds.add_column(column, justify="right" if column != "kind" else "left")

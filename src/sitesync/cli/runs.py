@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Annotated
 
@@ -18,9 +19,10 @@ from sitesync.cli._common import (
     with_store,
 )
 from sitesync.cli.options import DbOption, from_flags
-from sitesync.models import Run, RunStatus, TaskState
+from sitesync.cli.settings import settings_tables
+from sitesync.models import Run, RunStatus, SettingChange, TaskState
 from sitesync.redact import redact
-from sitesync.store import Store
+from sitesync.store import Store, pending_migrations
 
 console = plain_console()
 
@@ -52,7 +54,7 @@ def runs_command(
     if ctx.invoked_subcommand is not None:
         return
     settings = from_flags(db=db)
-    runs = with_store(settings.db, lambda store: store.list_runs(limit=limit))
+    runs = with_store(settings.db, lambda store: store.list_runs(limit=limit), migrate=False)
     table = Table(title=f"runs in {redact(settings.db)}")
     for column in ("run", "status", "seeds", "done", "pending", "failed", "fetched", "duration"):
         table.add_column(column, justify="right" if column != "seeds" else "left")
@@ -84,14 +86,18 @@ def show_command(
 
     async def load(
         store: Store,
-    ) -> tuple[Run, list[tuple[str, str]], Table | None, Table | None]:
+    ) -> tuple[Run, list[tuple[str, str]], Table | None, Table | None, list[SettingChange]]:
         run = await store.get_run(run_id)
         failed = await store.list_tasks(run_id, state=TaskState.FAILED, limit=errors)
         failures = [(t.url, t.last_error or "") for t in failed]
-        return run, failures, await hosts_table(store, run), await slowed_table(store, run)
+        changes = await store.list_setting_changes(run_id)
+        hosts, slowed = await hosts_table(store, run), await slowed_table(store, run)
+        return run, failures, hosts, slowed, changes
 
-    run, failed, hosts, slowed = with_store(settings.db, load)
+    run, failed, hosts, slowed, changes = with_store(settings.db, load, migrate=False)
     console.print(run_table(run))
+    for table in settings_tables(run, changes):
+        console.print(table)
     if hosts is not None:
         console.print(hosts)
     if slowed is not None:
@@ -194,13 +200,38 @@ def _duration(run: Run) -> float | None:
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 
 
-@db_app.command("upgrade")
-def db_upgrade(db: DbOption = None) -> None:
-    """Create the database or apply pending schema migrations."""
+def migrate_command(
+    db: DbOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the migrations it would apply; change nothing.")
+    ] = False,
+) -> None:
+    """Create the store, or bring its schema up to date.
+
+    The commands that crawl or manage (crawl, worker, supervise, scan, schedule, pause ...)
+    do this themselves; the ones that only read (runs, show, status, why, the dashboard
+    ...) never do, so that a newer sitesync reading the fleet's store does not migrate it
+    under older workers. Two processes migrating at once apply each migration once.
+    """
     settings = from_flags(db=db)
+    pending = asyncio.run(pending_migrations(settings.db))
+    where = redact(settings.db)
+    if dry_run:
+        if not pending:
+            console.print(f"{where}: schema up to date; nothing to do", soft_wrap=True)
+            return
+        console.print(f"{where}: {len(pending)} migrations would be applied:", soft_wrap=True)
+        for name in pending:
+            console.print(f"  {name}", soft_wrap=True)
+        return
 
     async def noop(store: Store) -> None:
         return None
 
-    with_store(settings.db, noop)  # opening a store migrates it
-    console.print(f"{redact(settings.db)}: schema up to date")
+    with_store(settings.db, noop)  # opening a store as a writer migrates it
+    done = f"applied {len(pending)} migrations" if pending else "nothing to apply"
+    console.print(f"{where}: schema up to date ({done})", soft_wrap=True)
+
+
+#: ``sitesync db upgrade``, as before ``sitesync migrate``.
+db_app.command("upgrade", help="Same as 'sitesync migrate'.")(migrate_command)

@@ -31,7 +31,7 @@ def status_command(db: DbOption = None) -> None:
     async def load(store: Store) -> StatusOverview:
         return await Overview(store, options).status()
 
-    overview = with_store(settings.db, load)
+    overview = with_store(settings.db, load, migrate=False)
     if not overview.active_runs:
         console.print(f"no active run in {redact(settings.db)}: 'sitesync runs' lists past runs")
         return

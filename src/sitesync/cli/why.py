@@ -45,6 +45,7 @@ def why_command(
             user_agent=settings.user_agent,
             robots_recheck_seconds=settings.robots_recheck_seconds,
         ),
+        migrate=False,
     )
     if as_json:
         typer.echo(json.dumps(story, indent=2))

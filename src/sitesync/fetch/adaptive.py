@@ -214,6 +214,17 @@ class HostPace:
             since=self.clock(),
         )
 
+    def retune(self, settings: PaceSettings) -> None:
+        """Go on under new settings (a run's politeness changed while it goes on): the new
+        delay is the floor unless the host's Crawl-delay keeps it higher, and what is left
+        of a back-off stays, within the new bounds."""
+        crawl_delay_floor = self.floor if self.floor > self.settings.min_delay else 0.0
+        self.settings = settings
+        self.floor = max(settings.min_delay, crawl_delay_floor)
+        self._peak_delay = max(self.floor, min(self._peak_delay, settings.max_delay))
+        if settings.concurrency > 0:
+            self._peak_concurrency = min(self._peak_concurrency, settings.concurrency)
+
     # -- shared through the store ---------------------------------------------------------
 
     def restore(self, learned: LearnedPace) -> None:

@@ -97,17 +97,19 @@ class HostLimiter:
         self.max_delay = max_delay
         # No adaptive settings: the fixed pace (plugins' own limiters, unit tests).
         self.adaptive = adaptive or PaceSettings(enabled=False)
-        self._pace = PaceSettings(
-            enabled=self.adaptive.enabled,
-            min_delay=delay,
-            max_delay=self.adaptive.max_delay,
-            concurrency=concurrency,
-            recovery_seconds=self.adaptive.recovery_seconds,
-            latency_factor=self.adaptive.latency_factor,
-        )
+        self._pace = _host_pace_settings(concurrency, delay, self.adaptive)
         self._clock = clock
         self._hosts: dict[str, _Host] = {}
         self._unpaced: dict[str, int] = {}  # requests under way on hosts with no pacing
+
+    def retune(self, *, concurrency: int, delay: float, adaptive: PaceSettings) -> None:
+        """Pace every host by new settings from now on (a run's politeness changed while
+        it goes on): requests waiting for their turn wait by the new delay."""
+        self.concurrency, self.delay, self.adaptive = concurrency, delay, adaptive
+        self._pace = _host_pace_settings(concurrency, delay, adaptive)
+        for state in self._hosts.values():
+            state.pace.retune(self._pace)
+            state.ended.set()  # a waiter re-reads the cap and the delay
 
     def _host(self, host: str) -> _Host:
         state = self._hosts.get(host)
@@ -228,6 +230,19 @@ class HostLimiter:
         state.in_flight -= 1
         state.last_end = time.monotonic()
         state.ended.set()
+
+
+def _host_pace_settings(concurrency: int, delay: float, adaptive: PaceSettings) -> PaceSettings:
+    """What each host's pace starts from: the configured delay and concurrency as its floor
+    and cap, the adaptive settings for the rest."""
+    return PaceSettings(
+        enabled=adaptive.enabled,
+        min_delay=delay,
+        max_delay=adaptive.max_delay,
+        concurrency=concurrency,
+        recovery_seconds=adaptive.recovery_seconds,
+        latency_factor=adaptive.latency_factor,
+    )
 
 
 class Slot:

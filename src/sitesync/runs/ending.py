@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 
 from sitesync.frontier.frontier import Frontier
-from sitesync.models import RunStatus
+from sitesync.models import Run, RunStatus
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -75,18 +76,32 @@ class StatusWatcher:
     pause reaches the fetch slots within ``status_poll`` seconds."""
 
     def __init__(
-        self, store: Store, *, run_id: int, frontier: Frontier, poll: float, ending: Ending
+        self,
+        store: Store,
+        *,
+        run: Run,
+        frontier: Frontier,
+        poll: float,
+        ending: Ending,
+        on_settings: Callable[[Run], None] | None = None,
     ) -> None:
         self.store = store
-        self.run_id = run_id
+        self.run_id = run.id
         self.frontier = frontier
         self.poll = poll
         self.ending = ending
+        self.on_settings = on_settings
+        self._settings_version = run.settings_version
 
     async def watch(self) -> None:
         while True:
             await asyncio.sleep(self.poll)
             run = await self.store.get_run(self.run_id)
             self.frontier.refresh(run)
+            if run.settings_version != self._settings_version:
+                # Changed with 'sitesync settings RUN --set': from the next request on.
+                self._settings_version = run.settings_version
+                if self.on_settings is not None:
+                    self.on_settings(run)
             if run.status is not RunStatus.RUNNING:
                 self.ending.run_left(run.status)

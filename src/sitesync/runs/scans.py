@@ -13,12 +13,15 @@ Cadences are checked and stepped in :mod:`sitesync.cadence`.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from sitesync.cadence import check_cadence, next_run_after
 from sitesync.errors import ConfigError, ScanConflict
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.models import Run, RunConfig, ScanSummary
+from sitesync.run_settings import apply_recorded, snapshot
+from sitesync.runs.request import plugin_names
 
 if TYPE_CHECKING:
     from sitesync.config import Settings
@@ -45,14 +48,22 @@ async def scan_config(store: Store, scope: str, settings: Settings) -> RunConfig
     )
 
 
-async def start_scan(store: Store, scope: str, settings: Settings) -> Run:
-    """Create the queued run of a scan of ``scope``; raises ``ScanConflict`` if the scope
-    already has an active run (nothing is created then).
+async def start_scan(
+    store: Store, scope: str, settings: Settings, *, recorded: Mapping[str, Any] | None = None
+) -> Run:
+    """Create the queued run of a scan of ``scope``, with ``recorded`` as its settings (a
+    schedule's), or those of ``settings``; raises ``ScanConflict`` if the scope already has
+    an active run (nothing is created then).
 
     A previous scan left unfinished is finished first, so lifecycles apply in scan order.
     """
     await finish_completed_scans(store)
-    return await store.start_scan(scope, await scan_config(store, scope, settings))
+    if recorded is not None:  # the schedule's: what this scan crawls, and how
+        settings = apply_recorded(settings, recorded, context=f"the schedule of {scope!r}")
+    else:
+        recorded = snapshot(settings, plugins=plugin_names(settings))
+    config = await scan_config(store, scope, settings)
+    return await store.start_scan(scope, config, settings=recorded)
 
 
 async def finish_completed_scans(store: Store) -> list[ScanSummary]:
@@ -72,12 +83,18 @@ async def finish_completed_scans(store: Store) -> list[ScanSummary]:
 
 
 async def schedule_scan(
-    store: Store, scope: str, cadence: str, *, now: float | None = None
+    store: Store,
+    scope: str,
+    cadence: str,
+    *,
+    now: float | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> float:
-    """Scan ``scope`` on ``cadence`` from now on (replacing its schedule); the first time due."""
+    """Scan ``scope`` on ``cadence`` from now on (replacing its schedule), each scan with
+    ``settings`` (a snapshot: :func:`sitesync.run_settings.snapshot`); the first time due."""
     cadence = check_cadence(cadence)
     next_run_at = next_run_after(cadence, store.now() if now is None else now)
-    await store.set_schedule(scope, cadence=cadence, next_run_at=next_run_at)
+    await store.set_schedule(scope, cadence=cadence, next_run_at=next_run_at, settings=settings)
     return next_run_at
 
 
@@ -104,7 +121,7 @@ async def start_due_scans(
             continue
         run_id = None
         try:
-            run = await start_scan(store, schedule.scope, settings)
+            run = await start_scan(store, schedule.scope, settings, recorded=schedule.settings)
         except ScanConflict as exc:
             log.warning("scheduled scan of scope %r skipped: it is busy with run %d",
                         schedule.scope, exc.run_id)  # fmt: skip

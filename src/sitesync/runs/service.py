@@ -20,9 +20,10 @@ import logging
 import time
 
 from sitesync.config import Settings
-from sitesync.errors import StoreUnavailable
+from sitesync.errors import CannotJoinRun, ConfigError, StoreUnavailable
 from sitesync.models import Run, RunStatus
 from sitesync.runs.crawl import Signals, crawl
+from sitesync.runs.request import join_settings
 from sitesync.runs.waits import wait_set
 from sitesync.runs.worker import new_worker_id
 from sitesync.store import Store, open_store
@@ -42,6 +43,7 @@ class Service:
         self._failures: dict[int, int] = {}  # run id -> crawls of it that failed in a row
         self._rest_until: dict[int, float] = {}  # run id -> when it is joined again
         self._wake = asyncio.Event()  # a signal, or a served run that ended: look again
+        self._refused: set[int] = set()  # runs whose settings this service cannot honour
 
     @property
     def serving(self) -> list[int]:
@@ -91,22 +93,36 @@ class Service:
         for run in sorted(active, key=lambda r: (r.status is RunStatus.QUEUED, r.id)):
             if room < 1 or self.signals.requested is not None:
                 return
+            settings = self._settings_for(run)
+            if settings is None:
+                continue
             if run.status is RunStatus.QUEUED:
                 started = await store.start_queued_run(run.id, supervisor_id=self.service_id)
                 if started is None:
                     continue  # another service started it: it is joined on the next look
                 run = started
                 log.warning("service %s: started queued run %d", self.service_id, run.id)
-            task = asyncio.create_task(self._serve(run), name=f"serve run {run.id}")
+            task = asyncio.create_task(self._serve(run, settings), name=f"serve run {run.id}")
             self._served[run.id] = task
             room -= 1
 
-    async def _serve(self, run: Run) -> None:
+    def _settings_for(self, run: Run) -> Settings | None:
+        """The settings this service crawls ``run`` with (the run's own), or None when it
+        cannot honour them: logged once, and the run is left to other processes."""
+        try:
+            return join_settings(self.settings, run)
+        except (CannotJoinRun, ConfigError) as exc:
+            if run.id not in self._refused:
+                log.error("service %s: leaves run %d to others: %s", self.service_id, run.id, exc)
+            self._refused.add(run.id)
+            return None
+
+    async def _serve(self, run: Run, settings: Settings) -> None:
         """Crawl one run with a store of its own, so one run's failure is its own."""
         try:
             store = await open_store(self.settings.db, **self.settings.store_options())
             try:
-                ended = await crawl(store, run, self.settings, signals=self.signals)
+                ended = await crawl(store, run, settings, signals=self.signals)
             finally:
                 await store.close()
         except Exception as exc:

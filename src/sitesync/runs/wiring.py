@@ -5,6 +5,9 @@ Settings sit below the crawl code and know nothing of it; the crawl code reads t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sitesync.config import Settings
 from sitesync.fetch.adaptive import PaceSettings
 from sitesync.fetch.base import FetchLimits
@@ -68,5 +71,26 @@ def worker_options(settings: Settings) -> WorkerOptions:
             initial=settings.retry_backoff,
             maximum=settings.retry_backoff_max,
             jitter=min(1.0, settings.retry_backoff),
+        ),
+    )
+
+
+def live_pace(
+    settings: Mapping[str, Any], options: WorkerOptions
+) -> tuple[int, float, PaceSettings]:
+    """Per-host concurrency, delay and adaptive settings from a run's stored settings (JSON),
+    the worker's own options where the run has none: what a worker applies when the run's
+    politeness changes while it goes on (:data:`sitesync.run_settings.LIVE`)."""
+    adaptive = options.adaptive
+    return (
+        int(settings.get("per_host_concurrency", options.per_host_concurrency)),
+        float(settings.get("delay", options.delay)),
+        PaceSettings(
+            enabled=bool(settings.get("adaptive_politeness", adaptive.enabled)),
+            max_delay=float(settings.get("adaptive_max_delay", adaptive.max_delay)),
+            recovery_seconds=float(
+                settings.get("adaptive_recovery_seconds", adaptive.recovery_seconds)
+            ),
+            latency_factor=float(settings.get("adaptive_latency_factor", adaptive.latency_factor)),
         ),
     )

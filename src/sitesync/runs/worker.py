@@ -54,6 +54,7 @@ from sitesync.runs.reporter import ReportBatcher, WorkerStats, one_line
 from sitesync.runs.seeding import SitemapReader, seed_run
 from sitesync.runs.upkeep import Upkeep
 from sitesync.runs.waits import cancel_and_wait, wait_set
+from sitesync.runs.wiring import live_pace
 from sitesync.store.base import Store
 
 __all__ = ["CrawlWorker", "WorkerExit", "WorkerOptions", "WorkerStats", "new_worker_id"]
@@ -105,8 +106,8 @@ class CrawlWorker:
             options=options, claims=self.claims, on_hosts_changed=self._feeder.wake,
         )  # fmt: skip
         self._status = StatusWatcher(
-            store, run_id=run.id, frontier=self.frontier, poll=options.status_poll,
-            ending=self._ending,
+            store, run=run, frontier=self.frontier, poll=options.status_poll,
+            ending=self._ending, on_settings=self._retune,
         )  # fmt: skip
         self._quiet = asyncio.Event()  # set whenever no request of this worker is under way
         self._side: dict[str, asyncio.Task[None]] = {}  # side tasks by name
@@ -179,6 +180,16 @@ class CrawlWorker:
             follow_offsite_seed_redirects=options.follow_offsite_seed_redirects,
             worker_id=self.worker_id,
         )
+
+    def _retune(self, run: Run) -> None:
+        """The run's politeness changed (``sitesync settings RUN --set``): every host is
+        paced by it from the next request on."""
+        concurrency, delay, adaptive = live_pace(run.settings or {}, self.options)
+        self._limiter.retune(concurrency=concurrency, delay=delay, adaptive=adaptive)
+        log.info(
+            "run %d: politeness now %g s between requests, %d at once per host (settings "
+            "version %d)", run.id, delay, concurrency, run.settings_version,
+        )  # fmt: skip
 
     @property
     def run_status(self) -> RunStatus:

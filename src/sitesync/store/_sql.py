@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import LiteralString, cast
 
-from sitesync.errors import MigrationError, SchemaTooNew, StoreError
+from sitesync.errors import MigrationError, SchemaTooNew, StoreError, StoreNotReady
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
@@ -77,6 +77,21 @@ def load_migrations(package: str) -> list[Migration]:
     if versions != list(range(1, len(found) + 1)):
         raise MigrationError(f"migrations of {package} are not numbered 1..N: {versions}")
     return found
+
+
+def check_current(applied: Iterable[int], known: list[Migration], where: str) -> None:
+    """For a command that only reads: ``SchemaTooNew`` as :func:`refuse_newer`, and
+    ``StoreNotReady`` when the store lacks migrations this sitesync has (it is never
+    migrated by reading: ``sitesync migrate`` does that)."""
+    applied = set(applied)
+    refuse_newer(applied, known, where)
+    ours = known[-1].version if known else 0
+    if max(applied, default=0) < ours:
+        raise StoreNotReady(
+            f"store {where} has schema version {max(applied, default=0)}, older than this "
+            f"sitesync's ({ours}): 'sitesync migrate --db ...' brings it up to date (a "
+            "command that only reads never migrates a store)"
+        )
 
 
 def refuse_newer(applied: Iterable[int], known: list[Migration], where: str) -> None:

@@ -33,7 +33,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = None
         if store is None:
-            opened = await open_store(settings.db)
+            opened = await open_store(settings.db, migrate=False)  # the dashboard only reads
             app.state.dashboard = Dashboard.build(settings, opened)
         try:
             async with app.state.dashboard.sampler.running():

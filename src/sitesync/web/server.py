@@ -9,6 +9,7 @@ import uvicorn
 
 from sitesync.config import Settings
 from sitesync.errors import ConfigError
+from sitesync.store import open_store
 from sitesync.web.app import create_app
 from sitesync.web.auth import check_exposure
 
@@ -31,6 +32,9 @@ class _Server(uvicorn.Server):
 async def serve(settings: Settings, *, on_ready: Callable[[str], None]) -> None:
     """Serve until SIGINT/SIGTERM; ``on_ready`` gets the URL once listening."""
     check_exposure(settings)
+    # The dashboard only reads (and pauses or resumes runs): a store that is missing or
+    # older than this sitesync is one line now, never created or migrated by it.
+    await (await open_store(settings.db, migrate=False)).close()
     config = uvicorn.Config(
         create_app(settings),
         host=settings.dashboard_host,

@@ -35,11 +35,11 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from sitesync.errors import ConfigError, MigrationError, RunNotFound, StoreError
+from sitesync.errors import ConfigError, MigrationError, RunNotFound, StoreError, StoreNotReady
 from sitesync.models import Run
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
-from sitesync.store._sql import load_migrations, load_namespace, refuse_newer
+from sitesync.store._sql import check_current, load_migrations, load_namespace, refuse_newer
 from sitesync.store.postgres._rows import DECODE, run_from_row
 from sitesync.store.postgres.clock import ServerClock
 
@@ -337,6 +337,32 @@ async def apply_migrations(
             await conn.execute(Q["insert_migration"], params)
             applied.append(migration.version)
     return applied
+
+
+async def applied_versions(conn: Conn) -> set[int]:
+    """The versions recorded in ``schema_migrations``; none when there is no such table."""
+    found = await (await conn.execute(Q["migrations_table_exists"])).fetchone()
+    if found is None or not found["found"]:
+        return set()
+    rows = await (await conn.execute(Q["select_migrations"])).fetchall()
+    return {row["version"] for row in rows}
+
+
+async def check_migrated(conn: Conn, schema: str | None, where: str) -> None:
+    """For a command that only reads: ``StoreNotReady`` unless the schema exists with every
+    migration of this sitesync (and ``SchemaTooNew`` past them); nothing is created."""
+    if schema is not None:
+        exists = await (await conn.execute(Q["schema_exists"], {"schema": schema})).fetchone()
+        if exists is None:
+            raise StoreNotReady(f"{where}: no schema {schema!r}, so no sitesync store in it")
+    found = await (await conn.execute(Q["migrations_table_exists"])).fetchone()
+    if found is None or not found["found"]:
+        raise StoreNotReady(
+            f"{where} holds no sitesync store (no schema_migrations table); a command that "
+            "only reads never creates one: 'sitesync migrate' does"
+        )
+    rows = await (await conn.execute(Q["select_migrations"])).fetchall()
+    check_current({row["version"] for row in rows}, load_migrations(_PACKAGE), where)
 
 
 async def _create_schema(conn: Conn, schema: str) -> None:

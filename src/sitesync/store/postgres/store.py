@@ -21,7 +21,9 @@ from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._plain import PlainOverview
 from sitesync.store.postgres._db import (
     PostgresDb,
+    applied_versions,
     apply_migrations,
+    check_migrated,
     check_schema,
     connect,
     describe,
@@ -57,6 +59,7 @@ class PostgresStore(
         clock: Callable[[], float] | None = None,
         schema: str | None = None,
         retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        migrate: bool = True,
     ) -> PostgresStore:
         """Bring the schema up to date, then open a pool of ``min_size..max_size`` connections.
 
@@ -64,12 +67,17 @@ class PostgresStore(
         several stores can share one database without seeing each other. Opening fails at
         once when the server cannot be reached; afterwards transient faults are waited out
         for up to ``retry_seconds`` per call (see :mod:`sitesync.store._faults`).
+        ``migrate=False``: create and migrate nothing (``StoreNotReady`` unless the schema is
+        there and current), for the commands that only read.
         """
         check_schema(schema)
         # ``clock`` is for tests that move time by hand; otherwise the server's is used.
         server_clock = ServerClock() if clock is None else None
         clock = clock or time.time  # until the pool is open, for the migration's timestamp
-        await cls.migrate(dsn, schema=schema, clock=clock)
+        if not migrate:
+            await cls.check(dsn, schema=schema)
+        else:
+            await cls.migrate(dsn, schema=schema, clock=clock)
         db = await PostgresDb.open(
             dsn,
             min_size=min_size,
@@ -94,6 +102,22 @@ class PostgresStore(
         check_schema(schema)
         async with await connect(dsn, where, schema) as conn, errors_at(where):
             return await apply_migrations(conn, schema, clock(), where)
+
+    @classmethod
+    async def check(cls, dsn: str, *, schema: str | None = None) -> None:
+        """``StoreNotReady`` unless the store exists and is current (nothing is written)."""
+        where = describe(dsn)
+        check_schema(schema)
+        async with await connect(dsn, where, schema) as conn, errors_at(where):
+            await check_migrated(conn, schema, where)
+
+    @classmethod
+    async def applied_migrations(cls, dsn: str, *, schema: str | None = None) -> set[int]:
+        """The migrations recorded in the store (none if there is none), read only."""
+        where = describe(dsn)
+        check_schema(schema)
+        async with await connect(dsn, where, schema) as conn, errors_at(where):
+            return await applied_versions(conn)
 
     def now(self) -> float:
         """The PostgreSQL server's time (or the clock a test gave)."""

@@ -21,3 +21,7 @@ SELECT version FROM schema_migrations ORDER BY version;
 
 -- name: insert_migration
 INSERT INTO schema_migrations (version, name, applied_at) VALUES (%(version)s, %(name)s, %(now)s);
+
+-- name: migrations_table_exists
+-- Through the connection's search_path, as every query of the store.
+SELECT to_regclass('schema_migrations') IS NOT NULL AS found;

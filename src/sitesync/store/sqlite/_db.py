@@ -25,12 +25,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from sitesync.config import setting_default
-from sitesync.errors import MigrationError, StoreError, StoreLocked
+from sitesync.errors import MigrationError, StoreError, StoreLocked, StoreNotReady
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
-from sitesync.store._sql import load_migrations, load_namespace, refuse_newer
+from sitesync.store._sql import check_current, load_migrations, load_namespace, refuse_newer
 from sitesync.store.sqlite._rows import DECODE
 
 T = TypeVar("T")
@@ -51,8 +52,10 @@ class SqliteDb:
         synchronous: str = "NORMAL",
         clock: Callable[[], float] = time.time,
         retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        migrate: bool = True,
     ) -> None:
         self.path = str(path)
+        self.migrates = migrate  # False: create and migrate nothing (commands that only read)
         self.clock = clock
         self.decode = DECODE
         self._busy_timeout = busy_timeout
@@ -65,7 +68,8 @@ class SqliteDb:
         )
 
     async def open(self) -> None:
-        """Open (creating if needed) the database and bring its schema up to date."""
+        """Open (creating if needed) the database and bring its schema up to date; or, not
+        migrating, open it as it is (``StoreNotReady`` if missing or older than ours)."""
         await self._call(self._connect)
 
     async def close(self) -> None:
@@ -176,12 +180,21 @@ class SqliteDb:
         stale, self._conn = self._conn, None
         if stale is not None:  # an earlier attempt met a locked database
             stale.close()
-        if self.path != ":memory:":
+        if not self.migrates:
+            if not Path(self.path).is_file():
+                raise StoreNotReady(
+                    f"no store at {self.path}: nothing was crawled into it (check --db); a "
+                    "command that only reads never creates one"
+                )
+        elif self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         with self._errors():
+            # Not migrating: "mode=rw" opens the file that is there, and never creates one.
+            target = self.path if self.migrates else f"file:{quote(self.path)}?mode=rw"
             conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-            )
+                target, timeout=self._busy_timeout, isolation_level=None,
+                check_same_thread=False, uri=not self.migrates,
+            )  # fmt: skip
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             if self.path != ":memory:":
@@ -192,7 +205,20 @@ class SqliteDb:
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
             self._conn = conn
-            self._migrate()
+            if self.migrates:
+                self._migrate()
+            else:
+                self._check_current()
+
+    def _check_current(self) -> None:
+        conn = self._connection()
+        known = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+        if known is None:
+            raise StoreNotReady(f"{self.path} is not a sitesync store (no schema_migrations)")
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        check_current(applied, load_migrations(_PACKAGE), self.path)
 
     def _migrate(self) -> None:
         conn = self._connection()

@@ -9,8 +9,11 @@ once for both in :mod:`sitesync.store._plain`.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sitesync.store._plain import PlainOverview
 from sitesync.store.sqlite._db import SqliteDb
@@ -51,6 +54,19 @@ class SqliteStore(
             await store.close()
             raise
         return store
+
+    @staticmethod
+    def applied_migrations(path: str | Path) -> set[int]:
+        """The migrations recorded in the store at ``path`` (none if it does not exist),
+        read without creating or changing anything."""
+        if not Path(path).is_file():
+            return set()
+        uri = f"file:{quote(str(path))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            try:
+                return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            except sqlite3.OperationalError:  # no such table: not a sitesync store (yet)
+                return set()
 
     def now(self) -> float:
         """This machine's clock: every process of an SQLite store shares it."""
