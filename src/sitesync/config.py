@@ -449,20 +449,6 @@ def derived_heartbeat(
     return max(0.05, min(10.0, lease_seconds / 3, claim_seconds / 3))
 
 
-def settings_reference() -> str:
-    """The Markdown table of every setting, as docs/settings.md shows it."""
-    lines = [
-        "| setting | environment variable | default | meaning |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, info in Settings.model_fields.items():
-        default = info.default
-        shown = f"`{default}`" if default != "" else '`""`'
-        meaning = " ".join((info.description or "").split())
-        lines.append(f"| `{name}` | `SITESYNC_{name.upper()}` | {shown} | {meaning} |")
-    return "\n".join(lines) + "\n"
-
-
 def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """Settings from file, environment and ``overrides`` (flags; None = not given).
 

@@ -116,7 +116,10 @@ def take_on(settings: Settings, run: Run) -> Settings:
                 f"command was given {flag} {_shown(given)}: a run's settings are the same in "
                 f"every process ({_how_to_change(run.id, name)})"
             )
-    return apply_recorded(settings, stored, context=f"run {run.id}")
+    try:
+        return apply_recorded(settings, stored, context=f"run {run.id}")
+    except ConfigError as exc:  # this process's own timings do not fit the run's
+        raise CannotJoinRun(str(exc)) from None
 
 
 def apply_recorded(settings: Settings, recorded: Mapping[str, Any], *, context: str) -> Settings:
@@ -218,3 +221,26 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def kind_of(name: str) -> str:
+    """``run (changeable)``, ``run`` or ``process``: whose setting ``name`` is."""
+    if name in LIVE:
+        return "run (changeable)"
+    return "run" if name in RUN else "process"
+
+
+def settings_reference() -> str:
+    """The Markdown table of every setting, as docs/settings.md shows it."""
+    lines = [
+        "| setting | of | environment variable | default | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, info in Settings.model_fields.items():
+        default = info.default
+        shown = f"`{default}`" if default != "" else '`""`'
+        meaning = " ".join((info.description or "").split())
+        lines.append(
+            f"| `{name}` | {kind_of(name)} | `SITESYNC_{name.upper()}` | {shown} | {meaning} |"
+        )
+    return "\n".join(lines) + "\n"
