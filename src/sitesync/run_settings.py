@@ -20,6 +20,7 @@ change is recorded with its time. docs/settings.md says which kind each setting 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -27,7 +28,7 @@ from pydantic import SecretStr, TypeAdapter, ValidationError
 
 from sitesync.config import Settings, one_line_error
 from sitesync.errors import CannotJoinRun, ConfigError
-from sitesync.models import Run
+from sitesync.models import Run, RunConfig
 
 #: The settings a run records, by the group docs/settings.md shows them in.
 RUN: dict[str, str] = {
@@ -71,6 +72,10 @@ FIXED_BECAUSE = (
     "fixed for the life of the run: pages already crawled were crawled with it, and every "
     "worker of a run must agree on it (start a new run to crawl with another value)"
 )
+
+
+#: What a run crawls (its ``RunConfig``): never changed once the frontier is built from it.
+_SCOPE = frozenset(field.name for field in dataclasses.fields(RunConfig))
 
 
 def is_run_setting(name: str) -> bool:
@@ -173,6 +178,11 @@ def shown_settings(run: Run) -> list[tuple[str, str, str]]:
 
 
 def _check_changeable(run_id: int, name: str) -> None:
+    if name in _SCOPE:
+        raise ConfigError(
+            f"{name} is the run's scope and cannot change on run {run_id}: the frontier was "
+            "built from it (start a new run to crawl another scope)"
+        )
     if name not in Settings.model_fields:
         raise ConfigError(f"no setting is named {name!r} (docs/settings.md lists them)")
     if name not in RUN:

@@ -175,6 +175,8 @@ def test_a_flag_that_contradicts_the_run_is_refused_naming_both_values(db_url: s
     assert run_in_process("settings", "1", "--set", "delay=1", "--db", db_url).returncode == 0
     fixed = run_in_process("settings", "1", "--set", "plugins=links", "--db", db_url)
     assert fixed.returncode == 1 and "plugins cannot change on run 1" in fixed.stderr
+    scope = run_in_process("settings", "1", "--set", "max_pages=10", "--db", db_url)
+    assert scope.returncode == 1 and "max_pages is the run's scope" in scope.stderr
     shown = run_in_process("show", "1", "--db", db_url, env={"COLUMNS": "200"})
     assert "changes to the settings of run 1" in shown.stdout
     assert " delay " in shown.stdout and "5.0" in shown.stdout and "1.0" in shown.stdout
