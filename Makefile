@@ -35,6 +35,7 @@ test: lint typecheck unit  ## the whole suite: what .ci/run calls
 docs: install-dev  ## regenerate the generated parts of docs/
 	$(UV) run --no-sync python scripts/update_settings_doc.py
 	$(UV) run --no-sync python scripts/update_architecture_doc.py
+	$(UV) run --no-sync python scripts/update_json_doc.py
 
 bench: $(UV)  ## benchmarks/README.md: sitesync vs Scrapy vs a bare aiohttp loop
 	$(UV) sync --locked --extra dev --extra bench

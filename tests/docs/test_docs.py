@@ -30,3 +30,15 @@ def test_every_command_is_in_the_operator_guide() -> None:
     assert names
     for name in names:
         assert f"sitesync {name}" in guide, name
+
+
+def test_json_schemas_are_current() -> None:
+    from scripts.update_json_doc import FOLDER, render
+
+    from sitesync.cli.output import SHAPES
+
+    for command in SHAPES:
+        path = FOLDER / f"{command}.schema.json"
+        assert path.exists() and path.read_text() == render(command), (
+            f"{path} is out of date: run 'make docs'"
+        )

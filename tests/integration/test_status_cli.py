@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from sitesync.cli import app
-from sitesync.models import RunStatus
+from sitesync.cli.status import EXIT_ATTENTION
+from sitesync.models import RunStatus, TaskReport
 from sitesync.store import open_store
 from tests.acceptance._cli import run_in_process
 from tests.contract.test_frontier_store import running_run, task
@@ -71,3 +74,53 @@ def test_the_dashboard_refuses_to_listen_beyond_loopback_without_a_token(tmp_pat
         "error: dashboard_host 0.0.0.0 is not a loopback address: set dashboard_token "
         "(--token / SITESYNC_DASHBOARD_TOKEN) to expose the dashboard"
     ]
+
+
+async def runs_needing_attention(db: str) -> tuple[int, int, int]:
+    """A run with pending work and no worker (stalled), one whose URLs mostly fail, and one
+    started three hours ago (the store's clock moved back, not a sleep)."""
+    store = await open_store(db, clock=lambda: time.time() - 3 * 3600)
+    try:
+        old = await running_run(store)
+        await store.add_tasks(old, [task(1, host="old.test")])
+    finally:
+        await store.close()
+    store = await open_store(db)
+    try:
+        stalled = await running_run(store)
+        await store.add_tasks(stalled, [task(n, host="s.test") for n in range(3)])
+        failing = await running_run(store, max_retries=1)
+        await store.add_tasks(failing, [task(n, host="f.test") for n in range(20)])
+        leases = await store.acquire(failing, worker_id="w", limit=20, lease_seconds=60)
+        reports = [
+            TaskReport(lease=lease, ok=n >= 12, http_status=200 if n >= 12 else 500, error="x")
+            for n, lease in enumerate(leases)
+        ]
+        await store.report(failing, reports)
+        return stalled, failing, old
+    finally:
+        await store.close()
+
+
+def test_status_check_names_every_run_that_needs_attention_and_exits_4(tmp_path: Path) -> None:
+    db = str(tmp_path / "health.db")
+    assert run_in_process("migrate", "--db", db).returncode == 0
+    quiet = run_in_process("status", "--check", "--db", db)
+    assert (quiet.returncode, quiet.stdout.strip()) == (
+        0,
+        "ok: 0 active runs, none stalled or failing",
+    )
+    stalled, failing, old = asyncio.run(runs_needing_attention(db))
+    checked = run_in_process("status", "--check", "--max-duration", "120", "--db", db,
+                             env={"COLUMNS": "1000"})  # fmt: skip
+    assert checked.returncode == EXIT_ATTENTION
+    [line] = checked.stdout.strip().splitlines()  # one line, as a monitor shows it
+    assert line.startswith("attention: ")
+    assert f"run {stalled} stalled: no worker has joined" in line
+    assert f"run {failing} failing: 60% of 20 finished URLs failed" in line
+    assert f"run {old} past its expected end: running for 3 h 0 min, more than 2 h 0 min" in line
+    lenient = run_in_process("status", "--check", "--max-failed-share", "0.7", "--db", db)
+    assert f"run {failing} failing" not in lenient.stdout and "run" in lenient.stdout
+    document = run_in_process("status", "--json", "--db", db)
+    assert document.returncode == 0  # --json alone reports; only --check judges by exit code
+    assert len(json.loads(document.stdout)["data"]["problems"]) == 3  # stalled x2, failing

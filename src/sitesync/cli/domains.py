@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +27,7 @@ from sitesync.cli.options import (
     from_flags,
     settings_flags,
 )
+from sitesync.cli.output import AsJson, ShownDomain, emit
 from sitesync.errors import ConfigError, InvalidURL
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
 from sitesync.models import Domain, DomainScan
@@ -188,6 +188,7 @@ def list_command(
         bool, typer.Option("--inactive", help="Only domains out of the active scan set.")
     ] = False,
     db: DbOption = None,
+    as_json: AsJson = False,
 ) -> None:
     """List registered domains with their scan state."""
     settings = from_flags(db=db)
@@ -198,6 +199,9 @@ def list_command(
         ),
         migrate=False,
     )
+    if as_json:
+        emit("domains.list", tuple(domains))
+        return
     if not domains:
         console.print("no registered domains match: add some with 'sitesync domains import'")
         return
@@ -208,7 +212,7 @@ def list_command(
 @domains_app.command("show")
 def show_command(
     domain: Annotated[str, typer.Argument(help="The registered domain (host[:port]).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    as_json: AsJson = False,
     db: DbOption = None,
 ) -> None:
     """One domain: its registry state and every scan of it (pages, errors, assets, status)."""
@@ -222,7 +226,7 @@ def show_command(
     if found is None:
         raise ConfigError(f"no domain {host} in the registry: 'sitesync domains list' shows them")
     if as_json:
-        typer.echo(json.dumps({"domain": asdict(found), "scans": [asdict(s) for s in history]}))
+        emit("domains.show", ShownDomain(found, tuple(history)))
         return
     console.print(domains_table([found], {s.host: s for s in history[:1]}))
     if not history:

@@ -6,6 +6,7 @@ from rich.table import Table
 
 from sitesync.cli._common import plain_console, styled
 from sitesync.cli.options import from_flags
+from sitesync.cli.output import AsJson, PluginRow, emit
 from sitesync.plugins.loader import PluginStatus, discover
 
 console = plain_console()
@@ -17,7 +18,7 @@ _STYLE = {
 }
 
 
-def plugins_command() -> None:
+def plugins_command(as_json: AsJson = False) -> None:
     """List the plugins found, and which are loaded, skipped or disabled.
 
     Loaded plugins run in crawls; skipped ones failed to load (the table says why);
@@ -25,6 +26,20 @@ def plugins_command() -> None:
     """
     settings = from_flags()
     found = discover(settings.plugins, log_skips=False)
+    if as_json:
+        rows = tuple(
+            PluginRow(
+                info.name,
+                info.target,
+                info.distribution,
+                info.builtin,
+                info.status.value,
+                info.error,
+            )
+            for info in found.infos
+        )
+        emit("plugins", rows)
+        return
     table = Table(title="plugins (entry-point group sitesync.plugins)")
     for column in ("name", "status", "from", "entry point", "detail"):
         table.add_column(column, overflow="fold")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated
 
@@ -11,6 +10,7 @@ from rich.table import Table
 
 from sitesync.cli._common import format_bytes, plain_console, with_store
 from sitesync.cli.options import DbOption, from_flags
+from sitesync.cli.output import AsJson, emit
 from sitesync.errors import InvalidURL
 from sitesync.models import HostAssets, RecordChange, RecordVersion, RunDiff
 from sitesync.plugins.base import record_key
@@ -25,6 +25,7 @@ def history_command(
         str, typer.Argument(help="A record key (page:https://a.org/), or a page's URL.")
     ],
     db: DbOption = None,
+    as_json: AsJson = False,
 ) -> None:
     """Show every version of one record (a page, an image, ...).
 
@@ -34,6 +35,11 @@ def history_command(
     settings = from_flags(db=db)
     key = _as_key(key)
     versions = with_store(settings.db, lambda store: store.record_history(key), migrate=False)
+    if as_json:
+        emit("history", tuple(versions))
+        if not versions:
+            raise typer.Exit(1)
+        return
     if not versions:
         console.print(f"no record with key {key}")
         raise typer.Exit(1)
@@ -58,7 +64,7 @@ def diff_command(
     run_a: Annotated[int, typer.Argument(help="The earlier run.")],
     run_b: Annotated[int, typer.Argument(help="The later run.")],
     db: DbOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: AsJson = False,
     limit: Annotated[int, typer.Option(help="Rows of each kind of change in the table.")] = 50,
 ) -> None:
     """List records added, removed and changed between two runs of the same site or scope."""
@@ -71,7 +77,7 @@ def diff_command(
 
     diff = with_store(settings.db, load, migrate=False)
     if as_json:
-        typer.echo(json.dumps(_diff_json(diff), indent=2))
+        emit("diff", _diff_json(diff))
         return
     console.print(
         f"run {run_a} -> run {run_b}: {len(diff.added)} added, {len(diff.removed)} removed, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
@@ -19,8 +20,11 @@ from sitesync.cli._common import (
     with_store,
 )
 from sitesync.cli.options import DbOption, from_flags
+from sitesync.cli.output import AsJson, ShownRun, emit
 from sitesync.cli.settings import settings_tables
+from sitesync.config import Settings
 from sitesync.models import Run, RunStatus, SettingChange, TaskState
+from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.redact import redact
 from sitesync.store import Store, pending_migrations
 
@@ -49,11 +53,19 @@ def runs_command(
     ctx: typer.Context,
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Show at most this many runs, newest first.")] = 20,
+    as_json: AsJson = False,
 ) -> None:
     """List runs with their status and progress."""
     if ctx.invoked_subcommand is not None:
         return
     settings = from_flags(db=db)
+    if as_json:
+        options = OverviewOptions.from_settings(settings)
+        summaries = with_store(
+            settings.db, lambda store: Overview(store, options).runs(limit=limit), migrate=False
+        )
+        emit("runs", tuple(summaries))
+        return
     runs = with_store(settings.db, lambda store: store.list_runs(limit=limit), migrate=False)
     table = Table(title=f"runs in {redact(settings.db)}")
     for column in ("run", "status", "seeds", "done", "pending", "failed", "fetched", "duration"):
@@ -80,9 +92,13 @@ def show_command(
     run_id: Annotated[int, typer.Argument(help="The run to show.")],
     db: DbOption = None,
     errors: Annotated[int, typer.Option(help="How many failed URLs to list.")] = 10,
+    as_json: AsJson = False,
 ) -> None:
     """Show one run: status, counters, settings and its failed URLs."""
     settings = from_flags(db=db)
+    if as_json:
+        emit("show", with_store(settings.db, _shown(settings, run_id, errors), migrate=False))
+        return
 
     async def load(
         store: Store,
@@ -109,6 +125,22 @@ def show_command(
         for url, error in failed:
             table.add_row(url, error)
         console.print(table)
+
+
+def _shown(settings: Settings, run_id: int, errors: int) -> Callable[[Store], Awaitable[ShownRun]]:
+    async def load(store: Store) -> ShownRun:
+        detail = await Overview(store, OverviewOptions.from_settings(settings)).detail(run_id)
+        run = await store.get_run(run_id)
+        failed = await store.list_tasks(run_id, state=TaskState.FAILED, limit=errors)
+        return ShownRun(
+            detail=detail,
+            settings=dict(run.settings) if run.settings is not None else None,
+            settings_version=run.settings_version,
+            setting_changes=tuple(await store.list_setting_changes(run_id)),
+            failed=tuple((t.url, t.last_error or "") for t in failed),
+        )
+
+    return load
 
 
 async def hosts_table(store: Store, run: Run) -> Table | None:

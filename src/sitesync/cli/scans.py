@@ -10,6 +10,7 @@ from rich.table import Table
 
 from sitesync.cli._common import format_time, plain_console, styled, with_store
 from sitesync.cli.options import NETWORK, RUN_FLAGS, Flags, from_flags, settings_flags
+from sitesync.cli.output import AsJson, emit
 from sitesync.config import Settings
 from sitesync.errors import ConfigError, ScanConflict
 from sitesync.models import Run, Schedule
@@ -91,6 +92,7 @@ def schedule_command(
     delete: Annotated[
         bool, typer.Option("--delete", help="Delete SCOPE's schedule (no more scans).")
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Scan a scope on a cadence (set or replace its schedule), list the schedules, or
     delete one (--delete SCOPE).
@@ -111,6 +113,9 @@ def schedule_command(
         if scope is not None or cadence_given:
             raise ConfigError("give either --list, or a SCOPE (and optionally --cadence)")
         schedules = with_store(settings.db, lambda store: store.list_schedules(), migrate=False)
+        if as_json:
+            emit("schedule.list", tuple(schedules))
+            return
         if not schedules:
             console.print("no schedules: add one with 'sitesync schedule SCOPE'")
             return

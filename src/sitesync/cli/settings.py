@@ -16,6 +16,7 @@ from rich.table import Table
 
 from sitesync.cli._common import plain_console, with_store
 from sitesync.cli.options import DbOption, from_flags
+from sitesync.cli.output import AsJson, RunSettings, emit
 from sitesync.models import Run, SettingChange
 from sitesync.run_settings import LIVE, parse_changes, shown_settings
 from sitesync.store import Store
@@ -36,6 +37,7 @@ def settings_command(
         ),
     ] = None,
     db: DbOption = None,
+    as_json: AsJson = False,
 ) -> None:
     """Show the settings a run was created with and every change since, or change some.
 
@@ -52,6 +54,10 @@ def settings_command(
         return run, await store.list_setting_changes(run_id)
 
     run, changes = with_store(settings.db, work, migrate=bool(set_))
+    if as_json:
+        stored = dict(run.settings) if run.settings is not None else None
+        emit("settings", RunSettings(run.id, stored, run.settings_version, tuple(changes)))
+        return
     for table in settings_tables(run, changes):
         console.print(table)
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import time
+from typing import Annotated
 
+import typer
 from rich.table import Table
 from rich.text import Text
 
 from sitesync.cli._common import plain_console, styled, with_store
 from sitesync.cli.options import DbOption, from_flags
+from sitesync.cli.output import AsJson, StatusCheck, emit
 from sitesync.cli.runs import status_text
+from sitesync.readmodel.health import HealthLimits, problems
 from sitesync.readmodel.idle import ago
 from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.readmodel.schema import StatusOverview
@@ -18,8 +22,35 @@ from sitesync.store import Store
 
 console = plain_console()
 
+#: Exit code of ``status --check`` when an active run needs attention.
+EXIT_ATTENTION = 4
 
-def status_command(db: DbOption = None) -> None:
+
+def status_command(
+    db: DbOption = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="For monitors: exit 4 with one line naming why when an active run is "
+            "stalled, failing or past --max-duration; exit 0 otherwise.",
+        ),
+    ] = False,
+    max_duration: Annotated[
+        float | None,
+        typer.Option(
+            help="With --check: minutes an active run may take since it started.",
+            show_default="no limit",
+        ),
+    ] = None,
+    max_failed_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="With --check: share of a run's finished URLs that may fail."
+        ),
+    ] = 0.5,
+    as_json: AsJson = False,
+) -> None:
     """Show the active runs, pending work per run and in total, and why idle runs are idle.
 
     The same overview as the dashboard's /api/status; pending work comes from the runs'
@@ -32,8 +63,32 @@ def status_command(db: DbOption = None) -> None:
         return await Overview(store, options).status()
 
     overview = with_store(settings.db, load, migrate=False)
+    limits = HealthLimits(
+        max_failed_share=max_failed_share,
+        max_duration=None if max_duration is None else 60 * max_duration,
+    )
+    found = problems(overview, limits)
+    if as_json:
+        emit("status", StatusCheck(overview, found))
+    elif check:
+        _report_health(overview, found)
+    else:
+        _print_status(settings.db, overview)
+    if check and found:
+        raise typer.Exit(EXIT_ATTENTION)
+
+
+def _report_health(overview: StatusOverview, found: tuple[str, ...]) -> None:
+    """One line, as monitoring systems show a check's output."""
+    if found:
+        console.print(f"attention: {'; '.join(found)}", soft_wrap=True)
+    else:
+        console.print(f"ok: {len(overview.active_runs)} active runs, none stalled or failing")
+
+
+def _print_status(db: str, overview: StatusOverview) -> None:
     if not overview.active_runs:
-        console.print(f"no active run in {redact(settings.db)}: 'sitesync runs' lists past runs")
+        console.print(f"no active run in {redact(db)}: 'sitesync runs' lists past runs")
         return
     console.print(runs_table(overview))
     console.print(

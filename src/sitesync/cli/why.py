@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated, Any
 
@@ -15,6 +14,7 @@ from sitesync.cli._common import (
     with_store,
 )
 from sitesync.cli.options import DbOption, from_flags
+from sitesync.cli.output import AsJson, emit
 from sitesync.why import explain_url
 
 console = plain_console()
@@ -25,7 +25,7 @@ def why_command(
     run: Annotated[
         int | None, typer.Option("--run", help="The run. [the newest run that has the URL]")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the story as JSON.")] = False,
+    as_json: AsJson = False,
     db: DbOption = None,
 ) -> None:
     """Why a URL was (not) crawled, and what happened to it.
@@ -48,7 +48,7 @@ def why_command(
         migrate=False,
     )
     if as_json:
-        typer.echo(json.dumps(story, indent=2))
+        emit("why", story)
         return
     for line in render(story):
         console.print(line, soft_wrap=True)
