@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+from aiohttp import web
+
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import HttpFetcher
-from sitesync.models import RunConfig, RunStatus, TaskState
+from sitesync.models import NewTask, RunConfig, RunStatus, TaskState
 from sitesync.runs.worker import CrawlWorker, WorkerExit, WorkerOptions
 from sitesync.store.base import Store
 from sitesync.testing import OPEN_LOOPBACK, LoopbackSite, SiteSpec
@@ -52,3 +54,60 @@ async def test_a_pause_does_not_wait_for_leases_waiting_for_their_hosts_turn(
 
 def _root_done_and_links_leased(counts: dict[TaskState, int]) -> bool:
     return counts.get(TaskState.COMPLETED, 0) == 1 and counts.get(TaskState.ASSIGNED, 0) > 0
+
+
+async def test_no_request_starts_once_the_worker_knows_of_the_pause(store: Store) -> None:
+    """A request under way when a pause arrives finishes (the drain waits for it); a slot
+    whose turn at the host comes meanwhile starts nothing. The server holds its answer until
+    after that turn, so whatever reaches it then was started after the pause."""
+    gate, arrived = asyncio.Event(), []
+
+    async def page(request: web.Request) -> web.Response:
+        arrived.append(request.path)
+        await gate.wait()
+        links = "".join(f'<a href="/p/{n}">{n}</a>' for n in range(8))
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    root = f"http://127.0.0.1:{runner.addresses[0][1]}/"
+    try:
+        run = await store.create_run(RunConfig(seeds=(root,)))
+        tasks = [NewTask(url=f"{root}p/{n}", host=run_host(root), depth=1) for n in range(8)]
+        await store.add_tasks(run.id, tasks)
+        run = await store.transition_run(run.id, RunStatus.RUNNING)
+        options = WorkerOptions(
+            concurrency=4, per_host_concurrency=2, delay=TURN, respect_robots=False,
+            sitemaps=False, status_poll=0.05, claim_seconds=60, claim_safety=5,
+            drain_timeout=30,
+        )  # fmt: skip
+        async with HttpFetcher(network=OPEN_LOOPBACK, limits=FetchLimits(total_timeout=20)) as f:
+            worker = CrawlWorker(store, run, f, options=options)
+            crawling = asyncio.ensure_future(worker.run())
+            async with asyncio.timeout(20):
+                while not arrived:  # noqa: ASYNC110 - the server's own log
+                    await asyncio.sleep(0.01)  # one under way; a second slot waits its turn
+                await store.transition_run(run.id, RunStatus.PAUSED)
+                while worker.run_status is not RunStatus.PAUSED:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)  # the worker has read the pause
+            # Real time on purpose: the second slot's turn (TURN after the first request
+            # started) comes while the first request is still under way.
+            await asyncio.sleep(TURN * 1.5)
+            gate.set()
+            assert await asyncio.wait_for(crawling, 30) is WorkerExit.RUN_NOT_RUNNING
+    finally:
+        await runner.cleanup()
+    assert len(arrived) == 1, arrived  # nothing started after the pause
+    counts = await store.count_tasks(run.id)
+    assert counts[TaskState.COMPLETED] == 1 and counts.get(TaskState.ASSIGNED, 0) == 0
+
+
+#: A host's delay in the test above: the second slot's turn.
+TURN = 0.5
+
+
+def run_host(url: str) -> str:
+    return url.split("/")[2]
