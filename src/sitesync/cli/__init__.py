@@ -24,13 +24,13 @@ from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
 from sitesync.cli import why as _why
 from sitesync.cli._common import LogFormatter, exit_code_of
+from sitesync.cli.help import SitesyncTyper
 
-app = typer.Typer(
+app = SitesyncTyper(
     name="sitesync",
     help="Crawl websites politely and keep a versioned catalogue of them in sync.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
 )
 
 

@@ -17,31 +17,56 @@ from sitesync.cli.options import CRAWL, WORKER, Flags, from_flags, settings_flag
 from sitesync.errors import ConfigError
 from sitesync.runs.request import CrawlRequest
 
-SummaryJsonOption = Annotated[
-    Path | None, typer.Option(help="Also write the final counters to this JSON file.")
-]
+WHAT = "What to crawl"
 
+SummaryJsonOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE", help="Also write the final counters to this JSON file.",
+        rich_help_panel="Output",
+    ),
+]  # fmt: skip
+Progress = Annotated[bool, typer.Option(help="Show a live progress bar.", rich_help_panel="Output")]
 
 Seeds = Annotated[
-    list[str] | None, typer.Argument(help="Start URLs; their hosts are the crawl's scope.")
+    list[str] | None,
+    typer.Argument(metavar="URL...", help="Start URLs; their hosts are the crawl's scope."),
 ]
 Resume = Annotated[
-    int | None, typer.Option("--resume", help="Continue this run instead of starting one.")
-]
-MaxPages = Annotated[int | None, typer.Option(min=1, help="Admit at most this many URLs.")]
-MaxDepth = Annotated[int | None, typer.Option(min=0, help="Links deeper than this are skipped.")]
+    int | None,
+    typer.Option("--resume", metavar="RUN", rich_help_panel=WHAT,
+                 help="Continue this run instead of starting one."),
+]  # fmt: skip
+MaxPages = Annotated[
+    int | None,
+    typer.Option(min=1, metavar="N", rich_help_panel=WHAT, show_default="no limit",
+                 help="Admit at most this many URLs."),
+]  # fmt: skip
+MaxDepth = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="N", rich_help_panel=WHAT, show_default="no limit",
+                 help="Links deeper than this are skipped."),
+]  # fmt: skip
 AllowDomain = Annotated[
-    list[str] | None, typer.Option(help="Also crawl this domain and its subdomains (repeatable).")
-]
+    list[str] | None,
+    typer.Option(metavar="DOMAIN", rich_help_panel=WHAT,
+                 help="Also crawl this domain and its subdomains (repeatable)."),
+]  # fmt: skip
 Include = Annotated[
-    list[str] | None, typer.Option(help="Only URLs matching one of these regexes (repeatable).")
-]
+    list[str] | None,
+    typer.Option(metavar="REGEX", rich_help_panel=WHAT,
+                 help="Only URLs matching one of these regexes (repeatable)."),
+]  # fmt: skip
 Exclude = Annotated[
-    list[str] | None, typer.Option(help="Skip URLs matching any of these regexes (repeatable).")
-]
+    list[str] | None,
+    typer.Option(metavar="REGEX", rich_help_panel=WHAT,
+                 help="Skip URLs matching any of these regexes (repeatable)."),
+]  # fmt: skip
 Queue = Annotated[
-    bool, typer.Option("--queue", help="Only create the run, queued for 'sitesync supervise'.")
-]
+    bool,
+    typer.Option("--queue", rich_help_panel=WHAT,
+                 help="Only create the run, queued for 'sitesync supervise'."),
+]  # fmt: skip
 
 
 @settings_flags(*CRAWL)
@@ -55,7 +80,7 @@ def crawl_command(
     include: Include = None,
     exclude: Exclude = None,
     queue: Queue = False,
-    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
+    progress: Progress = True,
     summary_json: SummaryJsonOption = None,
 ) -> None:
     """Crawl seeds (or resume a run) into the store, politely and within scope.
@@ -94,7 +119,7 @@ def worker_command(
         int | None,
         typer.Option("--run", help="Join this run (default: the oldest running or queued run)."),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = False,
+    progress: Progress = False,
     summary_json: SummaryJsonOption = None,
     db_from_stdin: Annotated[
         bool, typer.Option("--db-from-stdin", hidden=True, help="Read --db from stdin.")

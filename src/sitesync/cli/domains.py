@@ -20,6 +20,7 @@ import typer
 from rich.table import Table
 
 from sitesync.cli._common import format_time, plain_console, styled, with_store
+from sitesync.cli.help import SitesyncTyper
 from sitesync.cli.options import (
     NETWORK,
     DbOption,
@@ -40,7 +41,7 @@ _COLUMNS = ("domain", "host", "url")  # looked for in this order, case-insensiti
 console = plain_console()
 err_console = plain_console(stderr=True)
 
-domains_app = typer.Typer(help="Registered domains, grouped in scopes.", no_args_is_help=True)
+domains_app = SitesyncTyper(help="Registered domains, grouped in scopes.", no_args_is_help=True)
 
 
 # -- reading domain files ---------------------------------------------------------------

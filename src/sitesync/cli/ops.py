@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from sitesync.cli._common import plain_console, with_store
+from sitesync.cli.help import SitesyncTyper
 from sitesync.cli.options import DbOption, from_flags
 from sitesync.errors import ConfigError
 from sitesync.models import Claim, Run, RunStatus
@@ -20,7 +21,7 @@ from sitesync.store import Store
 
 console = plain_console()
 
-claims_app = typer.Typer(help="Host claims held by workers.", no_args_is_help=True)
+claims_app = SitesyncTyper(help="Host claims held by workers.", no_args_is_help=True)
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
 Yes = Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")]

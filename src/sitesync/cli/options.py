@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_type_hints
 
 import typer
-from rich.markup import escape
 
 from sitesync.config import Settings, load_settings
 
@@ -28,6 +27,7 @@ class Flag:
     kind: type  # what the flag takes: int, float, str, bool (a switch) or list (repeatable)
     help: str
     unset: str = ""  # what the default means when Settings' default is None or empty
+    panel: str = ""  # where --help lists it (sitesync.cli.help.PANELS); "": by its setting
 
     @property
     def name(self) -> str:
@@ -39,10 +39,10 @@ class Flag:
         shown = shown_default(self.setting, self.unset)
         info = typer.Option(
             *self.decls,
-            # Escaped: typer reads help as rich markup, where [default: x] would be a tag.
-            help=f"{self.help} {escape(f'[default: {shown}]')}" if shown else self.help,
+            help=f"{self.help}  [default: {shown}]" if shown else self.help,
             show_default=False,
             metavar="CIDR" if self.kind is list else None,
+            rich_help_panel=self.panel or PANEL_OF.get(self.setting, "Options"),
         )
         kind: Any = list[str] if self.kind is list else self.kind
         return Annotated[kind | None, info]
@@ -130,6 +130,25 @@ FLAGS: dict[str, Flag] = {
         Flag("dashboard_token", ("--token",), str,
              "Access token for the pages, API and /metrics.", unset="none: loopback only"),
     )
+}  # fmt: skip
+
+#: Where ``--help`` lists each setting's flag (sitesync.cli.help.PANELS).
+PANEL_OF = {
+    **dict.fromkeys(("follow_offsite_seed_redirects", "fetcher", "respect_robots", "sitemaps"),
+                    "What to crawl"),
+    **dict.fromkeys(("per_host_concurrency", "delay", "adaptive_politeness", "max_retries",
+                     "retry_backoff"), "Politeness"),
+    **dict.fromkeys(("total_timeout", "max_body_bytes"), "Limits"),
+    **dict.fromkeys(("user_agent", "contact", "plugins", "strict_plugins"),
+                    "Identity and plugins"),
+    **dict.fromkeys(("allow_private_networks", "allowed_networks"), "Network"),
+    **dict.fromkeys(("db", "concurrency", "processes", "workers_per_run", "max_worker_processes",
+                     "supervisor_heartbeat_seconds", "watchdog_seconds", "stale_run_seconds",
+                     "max_crash_retries", "scan_cadence", "dashboard_host", "dashboard_port",
+                     "dashboard_token"), "Fleet"),
+    **dict.fromkeys(("lease_seconds", "claim_seconds", "heartbeat_seconds",
+                     "max_claims_per_worker", "domain_stats_flush_interval_pages",
+                     "in_flight_limit", "worker_id_header"), "Internals"),
 }  # fmt: skip
 
 #: Which flags each command takes, by setting; the commands share them through these.

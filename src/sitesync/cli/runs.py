@@ -19,6 +19,7 @@ from sitesync.cli._common import (
     visible,
     with_store,
 )
+from sitesync.cli.help import SitesyncTyper
 from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.output import AsJson, ShownRun, emit
 from sitesync.cli.settings import settings_tables
@@ -45,7 +46,7 @@ def status_text(status: RunStatus) -> Text:
     return styled(status.value, _STATUS_STYLE[status])
 
 
-runs_app = typer.Typer(help="List runs, or clean up stale ones.", invoke_without_command=True)
+runs_app = SitesyncTyper(help="List runs, or clean up stale ones.", invoke_without_command=True)
 
 
 @runs_app.callback()
@@ -229,7 +230,7 @@ def _duration(run: Run) -> float | None:
     return end - run.started_at
 
 
-db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+db_app = SitesyncTyper(help="Database maintenance.", no_args_is_help=True)
 
 
 def migrate_command(
