@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitesync.run_settings import settings_reference
+from sitesync.cli.reference import settings_reference
 
 DOC = Path(__file__).parents[1] / "docs" / "settings.md"
 START = "| setting |"

@@ -238,19 +238,3 @@ def kind_of(name: str) -> str:
     if name in LIVE:
         return "run (changeable)"
     return "run" if name in RUN else "process"
-
-
-def settings_reference() -> str:
-    """The Markdown table of every setting, as docs/settings.md shows it."""
-    lines = [
-        "| setting | of | environment variable | default | meaning |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for name, info in Settings.model_fields.items():
-        default = info.default
-        shown = f"`{default}`" if default != "" else '`""`'
-        meaning = " ".join((info.description or "").split())
-        lines.append(
-            f"| `{name}` | {kind_of(name)} | `SITESYNC_{name.upper()}` | {shown} | {meaning} |"
-        )
-    return "\n".join(lines) + "\n"

@@ -164,12 +164,15 @@ def test_a_flag_that_contradicts_the_run_is_refused_naming_both_values(db_url: s
     queued = run_in_process("crawl", "http://127.0.0.1:9/", "--queue", "--db", db_url,
                             "--delay", "5", "--plugins", "page")  # fmt: skip
     assert queued.returncode == 0, queued.stderr
-    for command in (["worker", "--run", "1"], ["crawl", "--resume", "1", "--no-progress"]):
-        refused = run_in_process(*command, "--db", db_url, "--delay", "1")
-        assert refused.returncode == EXIT_CANNOT_JOIN, refused.stderr
-        assert "run 1 was created with delay=5.0" in refused.stderr
-        assert "given --delay 1.0" in refused.stderr
-        assert "'sitesync settings 1 --set delay=VALUE'" in refused.stderr
+    refused = run_in_process("crawl", "--resume", "1", "--no-progress", "--db", db_url,
+                             "--delay", "1")  # fmt: skip
+    assert refused.returncode == EXIT_CANNOT_JOIN, refused.stderr
+    assert "run 1 was created with delay=5.0" in refused.stderr
+    assert "given --delay 1.0" in refused.stderr
+    assert "'sitesync settings 1 --set delay=VALUE'" in refused.stderr
+    # A worker only joins: it takes no run setting at all, so it cannot contradict one.
+    usage = run_in_process("worker", "--run", "1", "--db", db_url, "--delay", "1")
+    assert usage.returncode == 2 and "No such option: --delay" in usage.stderr
     assert read_run(db_url)[0].status is RunStatus.QUEUED  # untouched
     # The one way to change it, recorded; a fixed setting is refused with its reason.
     assert run_in_process("settings", "1", "--set", "delay=1", "--db", db_url).returncode == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.main import get_command
 
 from sitesync.cli import app
-from sitesync.run_settings import settings_reference
+from sitesync.cli.reference import settings_reference
 from sitesync.transitions import transitions_table
 
 DOCS = Path(__file__).parents[2] / "docs"

@@ -105,7 +105,8 @@ def test_a_pause_holds_fleet_wide_within_2s_and_resume_restarts_within_2s(
         proc = sitesync("crawl", *site.root_urls, "--no-progress", "--no-sitemaps", *polite)
         wait_until("the run started", lambda: completed(db_url) >= 1, 60)
         # a fleet: a second worker process shares the run's hosts
-        fleet = [proc, sitesync("worker", "--run", "1", *polite)]
+        # a joining worker takes the run's delay and timeout: only its own settings here
+        fleet = [proc, sitesync("worker", "--run", "1", "--db", db_url, "--concurrency", "8")]
         processes.extend(fleet)
         wait_until("30 pages crawled", lambda: completed(db_url) >= 30, 60)
         wait_until_joined(db_url, workers=2)  # both fetch before the pause
@@ -209,7 +210,8 @@ def test_a_sibling_worker_on_the_same_machine_takes_over_a_killed_one_within_sec
         first = sitesync("crawl", *site.root_urls, "--no-progress", *args, settings=tagged)
         processes.append(first)
         wait_until("the run started", lambda: completed(db_url) >= 1, 60)
-        sibling = sitesync("worker", "--run", "1", *args, settings=tagged)
+        own = [arg for arg in args if arg not in ("--delay", "0.2")]  # the run's, not its own
+        sibling = sitesync("worker", "--run", "1", *own, settings=tagged)
         processes.append(sibling)
         wait_until("both workers fetching", lambda: len({r.worker for r in site.requests}) == 2, 60)
         (victim_id,) = {r.worker for r in site.requests[:1]}  # the crawl's worker came first

@@ -195,7 +195,7 @@ def test_past_the_budget_the_worker_exits_75_and_the_watchdog_requeues_the_run(
     assert run.crash_retries == 1  # re-queued by the watchdog, within max_crash_retries
     assert run.status is not RunStatus.FAILED
     if run.status is not RunStatus.COMPLETED:
-        worker = sitesync("worker", "--run", str(run.id), *crawl_args(db)[:2], "--delay", "0",
+        worker = sitesync("worker", "--run", str(run.id), *crawl_args(db)[:2],
                           settings={"per_host_concurrency": "0", "respect_robots": "false",
                                     "sitemaps": "false"})  # fmt: skip
         _, err = communicate(worker, timeout=90)

@@ -150,7 +150,7 @@ def test_store_commands_do_not_show_the_password(
     seen.run("records", "1", "--db", db)
     seen.run("export", "1", "--db", db, "-o", str(seen.tmp_path / "out.jsonl"))
     seen.run("crawl", *site.root_urls, "--db", db, "--queue", *FAST)
-    seen.run("worker", "--run", "2", "--db", db, "--delay", "0")
+    seen.run("worker", "--run", "2", "--db", db)
     # Errors: a store that cannot be reached, named with the password.
     unreachable = db.replace(urlsplit(db).netloc.rpartition("@")[2] or "x", "127.0.0.1:1", 1)
     assert seen.password in unreachable and ":1/" in unreachable

@@ -138,9 +138,11 @@ def worker_command(
     Workers share the run through the store: each host is fetched by one worker at a time
     (claims), and counters stay exact whichever worker dies. SIGTERM or Ctrl-C makes this
     worker leave (exit 0): its fetches under way finish, its hosts pass to the others, and
-    the run goes on. A paused run is joined and waited on, never resumed. Other settings
-    come from SITESYNC_* variables or sitesync.toml. With --serve it never ends on its own:
-    see docs/operating.md for running one per machine under systemd.
+    the run goes on. A paused run is joined and waited on, never resumed. It crawls with
+    the run's own settings ('sitesync settings RUN'); its flags, SITESYNC_* variables and
+    sitesync.toml set only this process's own (its concurrency, store, timings). With
+    --serve it never ends on its own: see docs/operating.md for running one per machine
+    under systemd.
     """
     if db_from_stdin:  # how supervise hands over a DSN: never on a command line
         flags = {**flags, "db": sys.stdin.readline().strip() or None}

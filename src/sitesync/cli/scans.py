@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from sitesync.cli._common import format_time, plain_console, styled, with_store
-from sitesync.cli.options import NETWORK, RUN_FLAGS, Flags, from_flags, settings_flags
+from sitesync.cli.options import SCAN, SCHEDULE, Flags, from_flags, settings_flags
 from sitesync.cli.output import AsJson, emit
 from sitesync.config import Settings
 from sitesync.errors import ConfigError, ScanConflict
@@ -29,7 +29,7 @@ err_console = plain_console(stderr=True)
 # -- sitesync scan ------------------------------------------------------------------------
 
 
-@settings_flags("db", *NETWORK)
+@settings_flags(*SCAN)
 def scan_command(
     flags: Flags,
     scope: Annotated[str, typer.Argument(help="The scope to scan.")],
@@ -84,7 +84,7 @@ async def _start_scan(store: Store, scope: str, settings: Settings) -> Run:
 # -- sitesync schedule --------------------------------------------------------------------
 
 
-@settings_flags("db", "scan_cadence", *RUN_FLAGS)
+@settings_flags(*SCHEDULE)
 def schedule_command(
     flags: Flags,
     scope: Annotated[str | None, typer.Argument(help="The scope to scan on a cadence.")] = None,

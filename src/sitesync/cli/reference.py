@@ -1,0 +1,60 @@
+"""docs/settings.md's table, generated from the code: every setting, whose it is (the run's
+or the process's), its flag (and older aliases), the commands that take that flag, its
+environment variable, its default and what it means. ``make docs`` writes it;
+tests/docs checks that it is current."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import typer.main
+
+from sitesync.cli.options import FLAGS
+from sitesync.config import Settings
+from sitesync.run_settings import kind_of
+
+
+def settings_reference() -> str:
+    """The Markdown table of every setting, as docs/settings.md shows it."""
+    from sitesync.cli import app  # the whole CLI: the commands that take each flag
+
+    taken_by = _commands_by_flag(typer.main.get_command(app))
+    lines = [
+        "| setting | of | flag | taken by | environment variable | default | meaning |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, info in Settings.model_fields.items():
+        flag = FLAGS[name]
+        commands = sorted(taken_by.get(flag.name, ()))
+        default = info.default
+        shown = f"`{default}`" if default != "" else '`""`'
+        meaning = " ".join((info.description or "").split())
+        lines.append(
+            f"| `{name}` | {kind_of(name)} | {_decls(flag.decls)} | "
+            f"{', '.join(f'`{c}`' for c in commands) or '(file, environment)'} | "
+            f"`SITESYNC_{name.upper()}` | {shown} | {meaning} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _decls(decls: tuple[str, ...]) -> str:
+    canonical, *aliases = (decl.split("/")[0] for decl in decls)
+    shown = f"`{canonical}`"
+    return shown + (f" (also {', '.join(f'`{a}`' for a in aliases)})" if aliases else "")
+
+
+def _commands_by_flag(root: Any) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path, command in _walk(root, ""):
+        for param in getattr(command, "params", ()):
+            for opt in getattr(param, "opts", ()):
+                found.setdefault(opt, set()).add(path)
+    return found
+
+
+def _walk(command: Any, path: str) -> Iterator[tuple[str, Any]]:
+    if path:
+        yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _walk(sub, f"{path} {name}".strip())
