@@ -197,7 +197,7 @@ def test_history_and_diff_on_the_command_line(two_crawls: TwoCrawls) -> None:
     first, second = str(two_crawls.first.id), str(two_crawls.second.id)
     result = runner.invoke(app, ["diff", first, second, "--json", *db])
     assert result.exit_code == 0, result.output
-    diff = json.loads(result.output)
+    diff = json.loads(result.output)["data"]
     assert sorted(c["url"] for c in diff["added"]) == [f"{two_crawls.origin}/new"] * 3
     assert len(diff["changed"]) == 6 and len(diff["removed"]) == 3
     table = runner.invoke(app, ["diff", first, second, *db])

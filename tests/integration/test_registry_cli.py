@@ -49,7 +49,7 @@ def test_three_scans_are_remembered_per_domain(
 
     code, out, err = run_cli("domains", "show", hosts[0], "--json", "--db", db_url)
     assert code == 0, err
-    shown = json.loads(out)
+    shown = json.loads(out)["data"]
     scans = shown["scans"]
     assert [s["run_id"] for s in scans] == [3, 2, 1]  # newest first
     assert all(s["run_status"] == "completed" and s["scope"] == "fr" for s in scans)

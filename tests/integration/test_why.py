@@ -75,7 +75,9 @@ def run_cli(*args: str) -> str:
 
 
 def why(db: str, url: str) -> dict[str, Any]:
-    return json.loads(run_cli("why", url, "--db", db, "--json"))  # type: ignore[no-any-return]
+    document = json.loads(run_cli("why", url, "--db", db, "--json"))
+    assert document["schema"] == "sitesync.why"
+    return document["data"]  # type: ignore[no-any-return]
 
 
 CRAWL_ARGS = (

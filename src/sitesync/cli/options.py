@@ -35,6 +35,11 @@ class Flag:
         """The flag as a user types it (the first declaration, on side of a switch)."""
         return self.decls[0].split("/")[0]
 
+    @property
+    def names(self) -> str:
+        """Every way to type it, as errors name it: ``--total-timeout / --timeout``."""
+        return " / ".join(decl.split("/")[0] for decl in self.decls)
+
     def option(self) -> Any:
         """The ``Annotated`` type of this flag's parameter."""
         shown = shown_default(self.setting, self.unset)
@@ -141,13 +146,17 @@ _WRITTEN: tuple[Flag, ...] = (
 )  # fmt: skip
 
 
+#: How the off side of a switch is spelled: ``--robots`` / ``--no-robots``.
+NEGATIVE = "no-"
+
+
 def _generated(setting: str) -> Flag:
     """The flag of a setting no flag above is written for: its name, its type, and the first
     sentence of its documentation."""
     field = Settings.model_fields[setting]
     kind = _kind(field.annotation)
     name = "--" + setting.replace("_", "-")
-    decls = (f"{name}/--no-{name[2:]}",) if kind is bool else (name,)
+    decls = (f"{name}/--{NEGATIVE}{name[2:]}",) if kind is bool else (name,)
     text = " ".join((field.description or setting).split()).replace("``", "")
     sentence = text.split(". ")[0].split(" (flag:")[0].rstrip(".") + "."
     return Flag(setting, decls, kind, sentence, unset="none" if field.default is None else "")
@@ -234,7 +243,7 @@ DbOption = FLAGS["db"].option()
 def from_flags(**flags: Any) -> Settings:
     """Settings with these flags on top (None: not given); an error names the flag."""
     given = {name: value for name, value in flags.items() if value not in (None, [])}
-    names = {name: FLAGS[name].name for name in given if name in FLAGS}
+    names = {name: FLAGS[name].names for name in given if name in FLAGS}
     return load_settings(flag_names=names, **given)
 
 
