@@ -27,6 +27,23 @@ exceptions. A completion reported under a lease that has been taken over is a ve
 
 from __future__ import annotations
 
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What each exit code of the ``sitesync`` command means (docs/operating.md's table is
+    generated from these comments)."""
+
+    OK = 0  # done (crawl: its run completed; worker: it completed, or the worker left)
+    ERROR = 1  # one line on stderr names the problem (crawl: its run failed or was cancelled)
+    USAGE = 2  # the command line itself is wrong (an unknown flag, a missing argument)
+    SCAN_CONFLICT = 3  # scan: the scope already has an active run, named on stderr
+    ATTENTION = 4  # status --check: an active run is stalled, failing or overdue
+    STORE_UNAVAILABLE = 75  # the store stayed unreachable past store_retry_seconds; try later
+    CANNOT_JOIN = 78  # this process cannot work on the run as its settings ask
+    STOPPED = 130  # crawl: Ctrl-C stopped the run (resumable with crawl --resume)
+    LEFT_RUN = 143  # crawl: SIGTERM; this process left, the run goes on without it
+
 
 class SitesyncError(Exception):
     """sitesync failed."""
@@ -46,7 +63,7 @@ class CannotJoinRun(SitesyncError):
 
 
 #: Exit code of a process refused by a run's settings (sysexits' EX_CONFIG).
-EXIT_CANNOT_JOIN = 78
+EXIT_CANNOT_JOIN = ExitCode.CANNOT_JOIN
 
 
 class InvalidURL(SitesyncError):
@@ -71,7 +88,7 @@ class StoreUnavailable(StoreError):
 
 #: Exit code of a process that gave up on an unavailable store (sysexits' EX_TEMPFAIL:
 #: "try again later").
-EXIT_STORE_UNAVAILABLE = 75
+EXIT_STORE_UNAVAILABLE = ExitCode.STORE_UNAVAILABLE
 
 
 class MigrationError(StoreError):

@@ -42,3 +42,11 @@ def test_json_schemas_are_current() -> None:
         assert path.exists() and path.read_text() == render(command), (
             f"{path} is out of date: run 'make docs'"
         )
+
+
+def test_the_exit_code_table_is_current() -> None:
+    from sitesync.cli.reference import exit_codes_table
+
+    assert exit_codes_table() in (DOCS / "operating.md").read_text(), (
+        "docs/operating.md's exit codes are out of date: run 'make docs'"
+    )

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sitesync.cli._common import exit_code_of, plain_console
 from sitesync.cli.runs import run_table
 from sitesync.config import Settings
-from sitesync.errors import ConfigError
+from sitesync.errors import ConfigError, ExitCode
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
 from sitesync.redact import redact
@@ -73,7 +73,7 @@ def serve_runs(settings: Settings, run_id: int | None) -> None:
 
 
 #: ``crawl`` left a run that goes on without it (SIGTERM): 128 + SIGTERM, as a shell shows.
-EXIT_LEFT_RUN = 143
+EXIT_LEFT_RUN = ExitCode.LEFT_RUN
 
 
 def crawl_and_report(
@@ -113,7 +113,7 @@ def crawl_and_report(
         summary_json.write_text(json.dumps(_summary(run, elapsed), indent=2) + "\n")
     if run.status is RunStatus.STOPPED:
         console.print(f"stopped: resume with 'sitesync crawl --resume {run.id}'")
-        raise typer.Exit(130)
+        raise typer.Exit(ExitCode.STOPPED)
     if not run.status.is_terminal:  # this process left; the run goes on without it
         console.print(
             f"left run {run.id}, which stays {run.status.value}: 'sitesync worker --run "

@@ -5,6 +5,8 @@ tests/docs checks that it is current."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +14,7 @@ import typer.main
 
 from sitesync.cli.options import FLAGS
 from sitesync.config import Settings
+from sitesync.errors import ExitCode
 from sitesync.run_settings import kind_of
 
 
@@ -58,3 +61,14 @@ def _walk(command: Any, path: str) -> Iterator[tuple[str, Any]]:
         yield path, command
     for name, sub in getattr(command, "commands", {}).items():
         yield from _walk(sub, f"{path} {name}".strip())
+
+
+def exit_codes_table() -> str:
+    """docs/operating.md's "Exit codes" table, from :class:`sitesync.errors.ExitCode`."""
+    source = inspect.getsource(ExitCode)
+    lines = ["| code | name | meaning |", "| --- | --- | --- |"]
+    for code in ExitCode:
+        found = re.search(rf"^\s+{code.name} = {code.value}\s+#\s*(.+)$", source, re.MULTILINE)
+        meaning = found.group(1).strip() if found else ""
+        lines.append(f"| {code.value} | `{code.name.lower()}` | {meaning} |")
+    return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ from sitesync.cli._common import format_time, plain_console, styled, with_store
 from sitesync.cli.options import SCAN, SCHEDULE, Flags, from_flags, settings_flags
 from sitesync.cli.output import AsJson, emit
 from sitesync.config import Settings
-from sitesync.errors import ConfigError, ScanConflict
+from sitesync.errors import ConfigError, ExitCode, ScanConflict
 from sitesync.models import Run, Schedule
 from sitesync.run_settings import given_by_flags, snapshot
 from sitesync.runs.request import CrawlRequest, plugin_names
@@ -20,7 +20,7 @@ from sitesync.runs.scans import schedule_scan, start_scan
 from sitesync.store import Store
 
 #: Exit code of ``sitesync scan`` when the scope already has an active run.
-EXIT_SCAN_CONFLICT = 3
+EXIT_SCAN_CONFLICT = ExitCode.SCAN_CONFLICT
 
 console = plain_console()
 err_console = plain_console(stderr=True)

@@ -13,6 +13,7 @@ from sitesync.cli._common import plain_console, styled, with_store
 from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.output import AsJson, StatusCheck, emit
 from sitesync.cli.runs import status_text
+from sitesync.errors import ExitCode
 from sitesync.readmodel.health import HealthLimits, problems
 from sitesync.readmodel.idle import ago
 from sitesync.readmodel.overview import Overview, OverviewOptions
@@ -23,7 +24,7 @@ from sitesync.store import Store
 console = plain_console()
 
 #: Exit code of ``status --check`` when an active run needs attention.
-EXIT_ATTENTION = 4
+EXIT_ATTENTION = ExitCode.ATTENTION
 
 
 def status_command(
