@@ -56,8 +56,10 @@ class Settings(BaseSettings):
     """Requests in flight at once on one host; 0 lifts the cap (only for sites you own)."""
 
     delay: float = Field(1.0, ge=0)
-    """Seconds between the starts of two requests to one host. With adaptive politeness
-    this is the fastest a host is ever asked (it recovers towards it, never beyond)."""
+    """Seconds between two requests to one host, counted from the start of one and from
+    its end to the start of the next (so a slow answer still gets its quiet time). With
+    adaptive politeness this is the fastest a host is ever asked (it recovers towards it,
+    never beyond)."""
 
     adaptive_politeness: bool = True
     """Slow a host down on its own signals (429/503 without Retry-After, timeouts, latency

@@ -176,12 +176,8 @@ async def slowed_table(store: Store, run: Run) -> Table | None:
     """The run's hosts that adaptive politeness slowed down, or None when there are none."""
     hosts = {h.host for h in await store.list_run_hosts(run.id)}
     hosts |= {c.host for c in await store.list_claims(run.id)}
-    texts = []
-    for host in sorted(hosts):
-        state = await store.get_host_state(host)
-        text = state.pace_text() if state is not None else None
-        if text:
-            texts.append(text)
+    states = await store.get_host_states(sorted(hosts))  # one query, however many hosts
+    texts = [text for host in sorted(states) if (text := states[host].pace_text())]
     if not texts:
         return None
     table = Table(title="hosts slowed down (adaptive politeness)", show_header=False)
