@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from sitesync.errors import RunNotFound
-from sitesync.fetch.robots import explain_robots
+from sitesync.fetch.robots import REFUSED, explain_robots
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import Run, Task
 from sitesync.store.base import Store
@@ -114,6 +114,14 @@ async def _robots(
         "fetched_at": None if expires is None else expires - ttl,
         "expires_at": expires,
     }
+    if status == REFUSED:
+        return {
+            **answer,
+            "fetched_at": None,  # never sent: nothing was fetched
+            "verdict": "allowed",
+            "detail": "robots.txt was never sent: the network policy refused its address "
+            "(no rules; every request to the host is refused the same way)",
+        }
     if status == 0 or status >= 500:
         return {
             **answer,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from sitesync.cli._common import exit_code_of, plain_console
 from sitesync.cli.runs import run_table
@@ -24,6 +25,7 @@ from sitesync.config import Settings
 from sitesync.errors import ConfigError, ExitCode
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.loader import discover
+from sitesync.readmodel.failures import FailureReason, failure_reasons
 from sitesync.redact import redact
 from sitesync.run_settings import snapshot
 from sitesync.runs.crawl import STOP_ON_CTRL_C, crawl
@@ -99,7 +101,7 @@ def crawl_and_report(
         count, functools.partial(_crawl_as_helper, settings), drain_timeout=settings.drain_timeout
     )
     try:
-        run = asyncio.run(
+        run, reasons = asyncio.run(
             _crawl(
                 settings, request, show_progress=progress, stop_signals=stop_signals,
                 helpers=helpers,
@@ -109,6 +111,8 @@ def crawl_and_report(
         helpers.finish()
     elapsed = time.monotonic() - started
     plain_console().print(run_table(run))
+    if reasons:
+        plain_console().print(failures_table(run, reasons))
     if summary_json is not None:
         summary_json.write_text(json.dumps(_summary(run, elapsed), indent=2) + "\n")
     if run.status is RunStatus.STOPPED:
@@ -148,14 +152,14 @@ async def _crawl(
     show_progress: bool,
     stop_signals: frozenset[signal.Signals],
     helpers: Helpers,
-) -> Run:
+) -> tuple[Run, list[FailureReason]]:
     store = await open_store(settings.db, **settings.store_options())
     try:
         run, settings = await prepare_run(store, request, settings)
         if run.status is RunStatus.COMPLETED:  # a worker that joined too late
             await finish_completed_scans(store)  # in case the one that completed it died
             console.print(f"run {run.id} is already completed: nothing to do")
-            return run
+            return run, []
         console.print(
             f"run {run.id}: crawling {', '.join(run.config.seeds[:3])} into {redact(settings.db)}"
         )
@@ -163,10 +167,22 @@ async def _crawl(
             console.print(f"run {run.id} is paused: waiting for 'sitesync resume {run.id}'")
         helpers.start(run.id)  # they crawl it beside this process until told it is over
         if not show_progress:
-            return await crawl(store, run, settings, stop_signals=stop_signals)
-        return await _crawl_with_progress(store, run, settings, stop_signals)
+            run = await crawl(store, run, settings, stop_signals=stop_signals)
+        else:
+            run = await _crawl_with_progress(store, run, settings, stop_signals)
+        return run, await failure_reasons(store, run)
     finally:
         await store.close()
+
+
+def failures_table(run: Run, reasons: list[FailureReason]) -> Table:
+    """Why URLs failed, the most frequent reason first, with what to do about each."""
+    table = Table(title=f"why {run.counters.failed} URLs of run {run.id} failed")
+    for column in ("reason", "URLs", "for example", "what to do"):
+        table.add_column(column, overflow="fold", justify="right" if column == "URLs" else "left")
+    for reason in reasons:
+        table.add_row(reason.outcome, str(reason.urls), reason.example, reason.advice or "-")
+    return table
 
 
 async def _crawl_with_progress(

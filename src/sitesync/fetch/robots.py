@@ -27,6 +27,9 @@ from sitesync.urls import same_site, url_host
 
 #: RFC 9309 §2.3.1.2: follow at least five consecutive redirects, then it may stop.
 MAX_ROBOTS_REDIRECTS = 5
+#: The status kept for a robots.txt the network policy refused: never sent, so no answer
+#: and no rules (everything allowed: every page request is refused the same way anyway).
+REFUSED = -1
 
 Gate = Callable[[], AbstractAsyncContextManager[object]]
 #: Called after each robots.txt fetch: (origin, status, body or None, expires_at).
@@ -152,9 +155,11 @@ class RobotsCache:
             # "unavailable", like a 4xx: everything is allowed.
             result = FetchResult(url=result.url, outcome=FetchOutcome.HTTP_ERROR, status=404)
         if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS:
-            # Refused by the network policy (it, or a redirect of it): no answer will come,
-            # so "unavailable". Every page request is checked the same way anyway.
-            result = FetchResult(url=result.url, outcome=FetchOutcome.HTTP_ERROR, status=404)
+            # Refused by the network policy (it, or a redirect of it): never sent, and no
+            # answer will come, so "unavailable": no rules. Every page request is checked
+            # the same way anyway. Kept as REFUSED, so that the story says what happened.
+            self._apply(entry, REFUSED, None, self._clock() + self.ttl, error=result.error)
+            return REFUSED, None
         unreachable = result.status >= 500 or result.status == 0
         ttl = self.error_ttl if unreachable else self.ttl
         # A 2xx whose body could not be used (too large, redirected away) allows all; no
