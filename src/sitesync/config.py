@@ -265,6 +265,12 @@ class Settings(BaseSettings):
     """Plugins to run, by entry-point name (``sitesync plugins`` lists them; comma-separated
     in the environment). Unset: every plugin found; empty: none."""
 
+    plugin_config: dict[str, dict[str, Any]] = {}
+    """Each plugin's own configuration, by plugin name: a ``[plugins.NAME]`` table in
+    sitesync.toml (``[plugins]`` may then say ``enabled = [...]``), or SITESYNC_PLUGIN_CONFIG
+    as JSON (``{"NAME": {"key": "value"}}``). A plugin that declares a ``config_model``
+    gets it checked at start-up; an error names the plugin and the key."""
+
     strict_plugins: bool = False
     """Refuse to crawl when a plugin cannot be loaded, instead of skipping it with a warning."""
 
@@ -321,6 +327,17 @@ class Settings(BaseSettings):
     idle_after_seconds: float = Field(60.0, gt=0)
     """A running run with work left whose counters have not moved for this long is reported
     idle, with the reasons the store shows (``sitesync status``, the dashboard)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plugin_tables(cls, data: Any) -> Any:
+        """``[plugins.NAME]`` tables in sitesync.toml make ``plugins`` a table: its tables
+        are the plugins' configuration, its ``enabled`` the list of plugins to run."""
+        if isinstance(data, dict) and isinstance(data.get("plugins"), dict):
+            tables = dict(data["plugins"])
+            data = {**data, "plugins": tables.pop("enabled", None)}
+            data["plugin_config"] = {**tables, **(data.get("plugin_config") or {})}
+        return data
 
     @field_validator("plugins", "session_params", mode="before")
     @classmethod

@@ -46,8 +46,8 @@ RUN: dict[str, str] = {
     **dict.fromkeys(("user_agent", "contact", "worker_id_header"), "identity"),
     **dict.fromkeys(("fetcher",), "fetcher"),
     **dict.fromkeys(
-        ("plugins", "plugin_timeout_seconds", "max_record_bytes", "download_assets",
-         "max_asset_bytes"),
+        ("plugins", "plugin_config", "plugin_timeout_seconds", "max_record_bytes",
+         "download_assets", "max_asset_bytes"),
         "plugins",
     ),
     **dict.fromkeys(

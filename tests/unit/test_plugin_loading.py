@@ -216,3 +216,28 @@ def test_a_factory_may_opt_out_of_a_run(caplog: pytest.LogCaptureFixture) -> Non
         built = _build(LoadedPlugin(info, factory), PluginContext(load_settings()), strict=True)
     assert built is None
     assert "plugin keyed is not configured for this run: needs an API key" in caplog.text
+
+
+def test_a_plugins_table_reaches_it_checked_by_its_model_from_the_file_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sitesync.config import load_settings
+    from sitesync.plugins.loader import plugin_configs
+
+    toml = tmp_path / "sitesync.toml"
+    toml.write_text('[plugins]\nenabled = ["headings"]\n\n[plugins.headings]\nmax_headings = 3\n')
+    monkeypatch.setenv("SITESYNC_CONFIG", str(toml))
+    settings = load_settings()
+    assert settings.plugins == ("headings",)
+    [config] = plugin_configs(settings, discover(settings.plugins).loaded).values()
+    assert (config.max_headings, config.levels) == (3, ["h1", "h2"])  # the model's defaults
+
+    monkeypatch.delenv("SITESYNC_CONFIG")
+    monkeypatch.setenv("SITESYNC_PLUGIN_CONFIG", '{"headings": {"levels": []}}')
+    settings = load_settings(plugins="headings")
+    with pytest.raises(ConfigError, match=r"^plugin headings: setting levels .*at least 1"):
+        plugin_configs(settings, discover(settings.plugins).loaded)
+    monkeypatch.setenv("SITESYNC_PLUGIN_CONFIG", '{"headlines": {}}')
+    settings = load_settings(plugins="headings")
+    with pytest.raises(ConfigError, match="no plugin named headlines is loaded"):
+        plugin_configs(settings, discover(settings.plugins).loaded)

@@ -24,7 +24,7 @@ from sitesync.cli.runs import run_table
 from sitesync.config import Settings
 from sitesync.errors import ConfigError, ExitCode
 from sitesync.models import Run, RunStatus
-from sitesync.plugins.loader import discover
+from sitesync.plugins.loader import discover, plugin_configs
 from sitesync.readmodel.failures import FailureReason, failure_reasons
 from sitesync.redact import redact
 from sitesync.run_settings import snapshot
@@ -131,7 +131,10 @@ def crawl_and_report(
 def check_before_run(settings: Settings, request: CrawlRequest) -> None:
     """Every setting that would end the run at once, checked before a run row is created
     (the store's reachability is checked by opening it, also before)."""
-    discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)
+    if request.join_any or request.resume_run_id is not None:
+        return  # a run that exists is checked with its own settings (join_settings)
+    found = discover(settings.plugins, strict=settings.strict_plugins, log_skips=False)
+    plugin_configs(settings, found.loaded)  # each plugin's own table, against its model
     validate_request(request, settings)
 
 

@@ -65,6 +65,9 @@ class PluginContext:
     #: How a plugin requests anything from a host: never with a client of its own, which
     #: would go around the host's politeness and claim. None when no crawl is running.
     client: PoliteFetch | None = None
+    #: This plugin's own configuration (``[plugins.NAME]`` in sitesync.toml), checked
+    #: against the factory's ``config_model`` when it declares one: then an instance of it.
+    config: Any = None
 
 
 class ParsedPage:

@@ -13,10 +13,15 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from sitesync.errors import ConfigError
 from sitesync.plugins.base import ENTRY_POINT_GROUP, PluginFactory
+
+if TYPE_CHECKING:
+    from sitesync.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -138,3 +143,37 @@ def _skip(info: PluginInfo, error: str, strict: bool, log_skips: bool) -> Plugin
     if log_skips:
         log.warning("plugin %s (%s) skipped: %s", info.name, info.target, error)
     return PluginInfo(info.name, info.target, info.distribution, PluginStatus.SKIPPED, error)
+
+
+def plugin_configs(settings: Settings, loaded: Sequence[LoadedPlugin]) -> dict[str, Any]:
+    """Each loaded plugin's configuration (``plugin_config``, ``[plugins.NAME]`` tables),
+    checked against the ``config_model`` its factory declares (a pydantic model): the model
+    instance, or the table as it is for a plugin that declares none.
+
+    Raises ``ConfigError`` naming the plugin and the key: a table for no plugin found, or a
+    value its model refuses. Called before a run is created, and by every worker.
+    """
+    names = {plugin.info.name: plugin for plugin in loaded}
+    unknown = sorted(set(settings.plugin_config) - set(names))
+    if unknown:
+        found = ", ".join(sorted(names)) or "none"
+        raise ConfigError(
+            f"plugin_config ([plugins.NAME] in sitesync.toml): no plugin named "
+            f"{', '.join(unknown)} is loaded (loaded: {found})"
+        )
+    configs: dict[str, Any] = {}
+    for name, plugin in names.items():
+        table = settings.plugin_config.get(name, {})
+        model = getattr(plugin.factory, "config_model", None)
+        if model is None:
+            configs[name] = dict(table)
+            continue
+        try:
+            configs[name] = model.model_validate(table)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            key = ".".join(str(part) for part in error["loc"]) or "(the table)"
+            raise ConfigError(
+                f"plugin {name}: setting {key} ([plugins.{name}] in sitesync.toml): {error['msg']}"
+            ) from None
+    return configs

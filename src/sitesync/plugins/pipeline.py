@@ -32,7 +32,7 @@ from sitesync.errors import ConfigError, NotConfigured
 from sitesync.fetch.text import safe_text
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run, canonical_json
 from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput, PoliteFetch
-from sitesync.plugins.loader import LoadedPlugin, discover
+from sitesync.plugins.loader import LoadedPlugin, discover, plugin_configs
 from sitesync.plugins.threads import DaemonThreads
 from sitesync.urls import resolve_link
 
@@ -176,8 +176,14 @@ def build_pipeline(
     """
     strict = settings.strict_plugins
     found = discover(settings.plugins, strict=strict)
-    context = PluginContext(settings=settings, run=run, client=client)
-    built = [p for p in (_build(loaded, context, strict) for loaded in found.loaded) if p]
+    configs = plugin_configs(settings, found.loaded)
+    built = []
+    for loaded in found.loaded:
+        config = configs.get(loaded.info.name)
+        context = PluginContext(settings=settings, run=run, client=client, config=config)
+        plugin = _build(loaded, context, strict)
+        if plugin is not None:
+            built.append(plugin)
     return PluginPipeline(
         built, timeout=settings.plugin_timeout_seconds, max_record_bytes=settings.max_record_bytes
     )

@@ -13,7 +13,7 @@ from sitesync.errors import CannotJoinRun, ConfigError, IllegalTransition, RunNo
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.frontier.scope import Scope
 from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
-from sitesync.plugins.loader import discover
+from sitesync.plugins.loader import discover, plugin_configs
 from sitesync.run_settings import snapshot, take_on
 from sitesync.store.base import Store
 from sitesync.urls import set_session_params
@@ -84,7 +84,7 @@ def join_settings(settings: Settings, run: Run) -> Settings:
     if run.settings is None:
         return joined  # created before runs kept settings: as the process has it
     try:
-        discover(joined.plugins, strict=True, log_skips=False)
+        plugin_configs(joined, discover(joined.plugins, strict=True, log_skips=False).loaded)
     except ConfigError as exc:
         raise CannotJoinRun(
             f"run {run.id} uses plugins this process cannot load ({exc}): install them here, "
