@@ -218,9 +218,7 @@ def _panel(setting: str) -> str:
 #: Settings that are tables, given in sitesync.toml or the environment only.
 FILE_ONLY = frozenset({"plugin_config"})
 #: The run's settings a command that creates runs takes (scans' own only for scans).
-RUN_FLAGS = tuple(
-    name for name, group in RUN.items() if group != "scans" and name not in FILE_ONLY
-)
+RUN_FLAGS = tuple(name for name, group in RUN.items() if group != "scans" and name not in FILE_ONLY)
 SCAN_FLAGS = tuple(name for name, group in RUN.items() if group == "scans")
 #: The process settings of every process that crawls.
 CRAWLING = ("db", "concurrency", "lease_seconds", "claim_seconds", "heartbeat_seconds",

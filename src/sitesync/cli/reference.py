@@ -12,7 +12,7 @@ from typing import Any
 
 import typer.main
 
-from sitesync.cli.options import FLAGS
+from sitesync.cli.options import FILE_ONLY, FLAGS
 from sitesync.config import Settings
 from sitesync.errors import ExitCode
 from sitesync.run_settings import kind_of
@@ -34,7 +34,7 @@ def settings_reference() -> str:
         shown = f"`{default}`" if default != "" else '`""`'
         meaning = " ".join((info.description or "").split())
         lines.append(
-            f"| `{name}` | {kind_of(name)} | {_decls(flag.decls)} | "
+            f"| `{name}` | {kind_of(name)} | {'-' if name in FILE_ONLY else _decls(flag.decls)} | "
             f"{', '.join(f'`{c}`' for c in commands) or '(file, environment)'} | "
             f"`SITESYNC_{name.upper()}` | {shown} | {meaning} |"
         )
