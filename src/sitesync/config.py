@@ -228,6 +228,27 @@ class Settings(BaseSettings):
     """The User-Agent header. Empty: ``sitesync/0.1 (+CONTACT)`` from ``contact`` (or
     ``sitesync/0.1 (contact not configured)``). Its first word is the robots.txt token."""
 
+    request_headers: dict[str, str] = {}
+    """Headers added to every request to the crawl's own sites (its seeds' hosts and their
+    subdomains): a ``[request_headers]`` table in sitesync.toml, or SITESYNC_REQUEST_HEADERS
+    as JSON. A site's own (``sites``) are added on top for that host."""
+
+    cookies: dict[str, str] = {}
+    """Cookies sent with every request to the crawl's own sites (a ``[cookies]`` table, or
+    JSON); never to another host, a redirect's included."""
+
+    auth: SecretStr | None = None
+    """Credentials for the crawl's own sites: ``basic USER:PASSWORD`` or ``bearer TOKEN``.
+    Never sent to another host (a redirect to one drops them); never shown or logged."""
+
+    proxy: SecretStr | None = None
+    """An HTTP(S) proxy for every request (``http://[user:password@]host:port``). The
+    network policy still applies to each request's target, checked before it is sent."""
+
+    sites: dict[str, dict[str, Any]] = {}
+    """Per-site request profiles, by host: ``[sites."shop.example"]`` tables with
+    ``headers``, ``cookies``, ``auth`` and ``proxy``, over the crawl's own for that host."""
+
     connect_timeout: float = Field(10.0, gt=0)
     """Seconds to establish a connection."""
 
@@ -370,6 +391,30 @@ class Settings(BaseSettings):
             raise ValueError("needs at least one wait, none negative (e.g. 5,15,30)")
         return value
 
+    @field_validator("auth")
+    @classmethod
+    def _check_auth(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value():
+            from sitesync.fetch.profiles import authorization
+
+            try:
+                authorization(value.get_secret_value())
+            except ConfigError as exc:  # the message names the form, never the secret
+                raise ValueError(str(exc).removeprefix("auth: ")) from None
+        return value or None
+
+    @field_validator("sites")
+    @classmethod
+    def _check_sites(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from sitesync.fetch.profiles import profile_from
+
+        for host, table in value.items():
+            try:
+                profile_from(table).request_headers()
+            except ConfigError as exc:
+                raise ValueError(f"{host!r}: {exc}") from None
+        return {host.lower(): table for host, table in value.items()}
+
     @field_validator("scan_cadence")
     @classmethod
     def _check_cadence(cls, value: str) -> str:
@@ -487,6 +532,11 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
         raise ConfigError(f"settings file {_settings_file()}: {exc}") from exc
     settings.mark_explicit({name: (flag_names or {}).get(name, "") for name in given})
     remember_secrets(settings.db)
+    for secret in (settings.auth, settings.proxy):
+        remember_secret(secret.get_secret_value() if secret else None)
+    for site in settings.sites.values():
+        for key in ("auth", "proxy"):
+            remember_secret(str(site.get(key) or "") or None)
     token = settings.dashboard_token
     remember_secret(token.get_secret_value() if token else None)
     return settings
@@ -504,5 +554,13 @@ def one_line_error(exc: ValidationError, flag_names: Mapping[str, str]) -> str:
         return f"invalid settings: {error['msg']}"
     env = f"SITESYNC_{where.upper()}"
     named = f"{flag_names[where]} / {env}" if where in flag_names else env
+    if where.split(".")[0] in _NEVER_ECHOED:  # a credential is not echoed, even malformed
+        return f"invalid setting {where} ({named}): {error['msg']}"
     got = redact(repr(error.get("input")))
     return f"invalid setting {where} ({named}): {error['msg']} (got {got})"
+
+
+#: Settings whose values may hold credentials: their errors never repeat what was given.
+_NEVER_ECHOED = frozenset(
+    {"auth", "proxy", "cookies", "request_headers", "sites", "db", "dashboard_token"}
+)

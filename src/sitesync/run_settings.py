@@ -44,6 +44,9 @@ RUN: dict[str, str] = {
         "robots.txt, sitemaps and dead hosts",
     ),
     **dict.fromkeys(("user_agent", "contact", "worker_id_header"), "identity"),
+    **dict.fromkeys(
+        ("request_headers", "cookies", "auth", "proxy", "sites"), "request profiles"
+    ),
     **dict.fromkeys(("fetcher",), "fetcher"),
     **dict.fromkeys(
         ("plugins", "plugin_config", "plugin_timeout_seconds", "max_record_bytes",
@@ -165,15 +168,43 @@ def parse_changes(run: Run, assignments: Sequence[str]) -> dict[str, Any]:
     return {name: _json(_valid_value(name, value)) for name, value in raw.items()}
 
 
+#: The run settings that hold credentials, and the keys that do inside a site's profile.
+SECRET = frozenset({"auth", "proxy", "cookies"})
+HIDDEN = "***"
+
+
+def redacted(settings: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A run's (or a schedule's) settings as they may be shown: credentials masked, in the
+    crawl's profile and in every site's."""
+    if settings is None:
+        return None
+    shown = {name: _masked(value) if name in SECRET else value for name, value in settings.items()}
+    if isinstance(shown.get("sites"), dict):
+        shown["sites"] = {
+            host: {k: _masked(v) if k in SECRET else v for k, v in dict(profile).items()}
+            for host, profile in shown["sites"].items()
+        }
+    return shown
+
+
+def _masked(value: Any) -> Any:
+    if not value:
+        return value
+    if isinstance(value, dict):
+        return dict.fromkeys(value, HIDDEN)
+    return HIDDEN
+
+
 def shown_settings(run: Run) -> list[tuple[str, str, str]]:
     """(name, value, group) of each of the run's settings, secrets redacted, for ``show``."""
-    if run.settings is None:
+    shown = redacted(run.settings)
+    if shown is None:
         return []
     from sitesync.redact import redact
 
     return [
-        (name, redact(_shown(run.settings[name])), RUN.get(name, "unknown"))
-        for name in sorted(run.settings, key=lambda n: (RUN.get(n, "~"), n))
+        (name, redact(_shown(shown[name])), RUN.get(name, "unknown"))
+        for name in sorted(shown, key=lambda n: (RUN.get(n, "~"), n))
     ]
 
 
@@ -217,9 +248,10 @@ def _valid_value(name: str, value: str) -> Any:
 
 
 def _json(value: Any) -> Any:
-    """A setting's value as stored: tuples as lists, secrets never."""
+    """A setting's value as stored: tuples as lists; a secret as it is (every worker of the
+    run needs it), shown redacted (:func:`shown_settings`)."""
     if isinstance(value, SecretStr):
-        raise ConfigError("a secret is not a run's setting")
+        return value.get_secret_value()
     if isinstance(value, tuple | list):
         return [_json(item) for item in value]
     return value

@@ -203,7 +203,8 @@ _PANEL_OF_GROUP = {
     "politeness": "Politeness", "what a site may ask": "Politeness", "retries": "Politeness",
     "robots.txt, sitemaps and dead hosts": "What to crawl", "fetcher": "What to crawl",
     "URLs": "What to crawl", "scans": "What to crawl", "identity": "Identity and plugins",
-    "plugins": "Identity and plugins", "timeouts, caps and redirects": "Limits",
+    "plugins": "Identity and plugins", "request profiles": "Identity and plugins",
+    "timeouts, caps and redirects": "Limits",
     "what is stored": "Limits", "network policy": "Network",
 }  # fmt: skip
 
@@ -216,7 +217,7 @@ def _panel(setting: str) -> str:
 
 
 #: Settings that are tables, given in sitesync.toml or the environment only.
-FILE_ONLY = frozenset({"plugin_config"})
+FILE_ONLY = frozenset({"plugin_config", "request_headers", "cookies", "auth", "proxy", "sites"})
 #: The run's settings a command that creates runs takes (scans' own only for scans).
 RUN_FLAGS = tuple(name for name, group in RUN.items() if group != "scans" and name not in FILE_ONLY)
 SCAN_FLAGS = tuple(name for name, group in RUN.items() if group == "scans")

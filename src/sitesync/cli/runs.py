@@ -27,6 +27,7 @@ from sitesync.config import Settings
 from sitesync.models import Run, RunStatus, SettingChange, TaskState
 from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.redact import redact
+from sitesync.run_settings import redacted
 from sitesync.store import Store, pending_migrations
 
 console = plain_console()
@@ -135,7 +136,7 @@ def _shown(settings: Settings, run_id: int, errors: int) -> Callable[[Store], Aw
         failed = await store.list_tasks(run_id, state=TaskState.FAILED, limit=errors)
         return ShownRun(
             detail=detail,
-            settings=dict(run.settings) if run.settings is not None else None,
+            settings=redacted(run.settings),  # credentials masked
             settings_version=run.settings_version,
             setting_changes=tuple(await store.list_setting_changes(run_id)),
             failed=tuple((t.url, t.last_error or "") for t in failed),

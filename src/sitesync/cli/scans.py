@@ -3,6 +3,7 @@ or on a cadence, each created with the run settings its schedule recorded."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -14,7 +15,7 @@ from sitesync.cli.output import AsJson, emit
 from sitesync.config import Settings
 from sitesync.errors import ConfigError, ExitCode, ScanConflict
 from sitesync.models import Run, Schedule
-from sitesync.run_settings import given_by_flags, snapshot
+from sitesync.run_settings import given_by_flags, redacted, snapshot
 from sitesync.runs.request import CrawlRequest, plugin_names
 from sitesync.runs.scans import schedule_scan, start_scan
 from sitesync.store import Store
@@ -114,7 +115,8 @@ def schedule_command(
             raise ConfigError("give either --list, or a SCOPE (and optionally --cadence)")
         schedules = with_store(settings.db, lambda store: store.list_schedules(), migrate=False)
         if as_json:
-            emit("schedule.list", tuple(schedules))
+            shown = (replace(s, settings=redacted(s.settings)) for s in schedules)
+            emit("schedule.list", tuple(shown))
             return
         if not schedules:
             console.print("no schedules: add one with 'sitesync schedule SCOPE'")

@@ -18,7 +18,7 @@ from sitesync.cli._common import plain_console, with_store
 from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.output import AsJson, RunSettings, emit
 from sitesync.models import Run, SettingChange
-from sitesync.run_settings import LIVE, parse_changes, shown_settings
+from sitesync.run_settings import LIVE, parse_changes, redacted, shown_settings
 from sitesync.store import Store
 
 console = plain_console()
@@ -55,7 +55,7 @@ def settings_command(
 
     run, changes = with_store(settings.db, work, migrate=bool(set_))
     if as_json:
-        stored = dict(run.settings) if run.settings is not None else None
+        stored = redacted(run.settings)  # credentials masked
         emit("settings", RunSettings(run.id, stored, run.settings_version, tuple(changes)))
         return
     for table in settings_tables(run, changes):

@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 import aiohttp
 import yarl
@@ -25,7 +26,8 @@ from sitesync.fetch.base import (
     parse_retry_after,
 )
 from sitesync.fetch.lookups import NameLookups
-from sitesync.fetch.netpolicy import NetworkPolicy, forbidden_cause
+from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, forbidden_cause, parse_address
+from sitesync.fetch.profiles import ProfileOf
 from sitesync.fetch.resolver import GuardedResolver
 from sitesync.fetch.text import header_text, safe_text
 from sitesync.urls import resolve_link
@@ -47,8 +49,11 @@ class HttpFetcher:
         extra_headers: dict[str, str] | None = None,
         network: NetworkPolicy | None = None,
         lookups: NameLookups | None = None,
+        profiles: ProfileOf | None = None,
     ) -> None:
         self.limits = limits or FetchLimits()
+        # What each host's requests carry (fetch/profiles.py): headers, cookies, auth, proxy.
+        self._profiles = profiles
         # Name lookups on threads of their own, bounded by connect_timeout (fetch/lookups.py):
         # the ones given, or this fetcher's own from __aenter__ to __aexit__.
         self._lookups_given = lookups
@@ -137,10 +142,19 @@ class HttpFetcher:
     async def _request(self, url: str, started: float) -> FetchResult:
         if self._session is None:
             raise RuntimeError("HttpFetcher used outside 'async with'")
+        target = yarl.URL(url, encoded=True)
+        options: dict[str, Any] = {}
+        profile = self._profiles(_host_of(target)) if self._profiles is not None else None
+        if profile is not None:
+            options["headers"] = profile.request_headers()
+            if profile.proxy:
+                # The proxy connects to the target, not us: its address is checked here.
+                refused = await self._target_refusal(target)
+                if refused is not None:
+                    return _failed(url, FetchOutcome.FORBIDDEN_ADDRESS, refused, started)
+                options["proxy"] = profile.proxy
         try:
-            async with self._session.get(
-                yarl.URL(url, encoded=True), allow_redirects=False
-            ) as response:
+            async with self._session.get(target, allow_redirects=False, **options) as response:
                 headers = _text_headers(response.headers.items())
                 status = response.status
                 if status in _REDIRECT_STATUSES:
@@ -163,6 +177,24 @@ class HttpFetcher:
             body=body if outcome is not FetchOutcome.INVALID else b"", error=problem,
             elapsed=elapsed, retry_after=parse_retry_after(status, headers),
         )  # fmt: skip
+
+    async def _target_refusal(self, target: yarl.URL) -> str | None:
+        """Why the network policy refuses a request's target (sent through a proxy, which
+        would otherwise reach any address for us), or None. A name that does not resolve
+        here cannot be checked, and is refused too."""
+        assert self._resolver is not None
+        host = target.raw_host or ""
+        literal = parse_address(host)
+        if literal is not None:
+            refused = self.network.refusal(literal)
+            return None if refused is None else str(refused.strerror)
+        try:
+            await self._resolver.resolve(host, target.port or 0)
+        except ForbiddenAddress as exc:
+            return str(exc.strerror)
+        except OSError as exc:
+            return f"{host} did not resolve here, so its address cannot be checked: {exc}"
+        return None
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
         """Read the decompressed body, stopping as soon as it passes the cap."""
@@ -206,6 +238,12 @@ def _request_failure(exc: BaseException, connect_timeout: float) -> tuple[FetchO
         return FetchOutcome.UNREACHABLE, f"cannot connect: {exc}"
     reason = str(exc) or type(exc).__name__
     return FetchOutcome.UNREACHABLE, f"connection failed: {reason}"
+
+
+def _host_of(url: yarl.URL) -> str:
+    """``host[:port]`` as profiles and scopes name hosts (the port only when not default)."""
+    host = url.raw_host or ""
+    return host if url.explicit_port is None else f"{host}:{url.explicit_port}"
 
 
 def _text_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from sitesync.runs import taskdump
 from sitesync.runs.processes import FOREGROUND_DONE
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.waits import wait_set
-from sitesync.runs.wiring import fetch_limits, network_policy, worker_options
+from sitesync.runs.wiring import fetch_limits, network_policy, request_profiles, worker_options
 from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
 from sitesync.urls import set_session_params
@@ -58,7 +58,7 @@ async def crawl(
     """
     set_session_params(settings.session_params)
     worker_id = new_worker_id()
-    plain = _plain_fetcher(settings, worker_id)
+    plain = _plain_fetcher(settings, worker_id, run)
     if fetcher is None:
         fetcher = _configured_fetcher(settings)
     store.max_stored_body_bytes = settings.max_stored_body_bytes
@@ -108,7 +108,7 @@ def _new_worker(
     )
 
 
-def _plain_fetcher(settings: Settings, worker_id: str) -> HttpFetcher:
+def _plain_fetcher(settings: Settings, worker_id: str, run: Run) -> HttpFetcher:
     """The HTTP fetcher of this process: pages (unless another fetcher is configured),
     and robots.txt and sitemaps always."""
     extra_headers = {"X-Sitesync-Worker": worker_id} if settings.worker_id_header else {}
@@ -118,6 +118,7 @@ def _plain_fetcher(settings: Settings, worker_id: str) -> HttpFetcher:
         max_connections=settings.concurrency,
         extra_headers=extra_headers,
         network=network_policy(settings),
+        profiles=request_profiles(settings, run.config.seeds),
     )
 
 

@@ -5,16 +5,18 @@ Settings sit below the crawl code and know nothing of it; the crawl code reads t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sitesync.config import Settings
 from sitesync.fetch.adaptive import PaceSettings
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.netpolicy import NetworkPolicy
+from sitesync.fetch.profiles import ProfileOf, RequestProfile, profile_from, profiles_for
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.networks import parse_networks
 from sitesync.runs.options import WorkerOptions
+from sitesync.urls import url_host
 
 
 def network_policy(settings: Settings) -> NetworkPolicy:
@@ -23,6 +25,22 @@ def network_policy(settings: Settings) -> NetworkPolicy:
         allow_private=settings.allow_private_networks,
         allowed=parse_networks(settings.allowed_networks),
     )
+
+
+def request_profiles(settings: Settings, seeds: Iterable[str]) -> ProfileOf:
+    """What each host's requests carry (fetch/profiles.py): the crawl's profile for the
+    run's seeds' sites, each ``[sites."HOST"]`` table's for its host. A malformed ``auth``
+    or site table is a ConfigError here, before the first request."""
+    crawl = RequestProfile(
+        headers=settings.request_headers,
+        cookies=settings.cookies,
+        auth=settings.auth.get_secret_value() if settings.auth else None,
+        proxy=settings.proxy.get_secret_value() if settings.proxy else None,
+    )
+    sites = {host.lower(): profile_from(table) for host, table in settings.sites.items()}
+    for profile in (crawl, *sites.values()):
+        profile.request_headers()  # raises ConfigError on an auth it cannot send
+    return profiles_for(crawl, sites, {url_host(seed) for seed in seeds})
 
 
 def fetch_limits(settings: Settings) -> FetchLimits:
