@@ -49,6 +49,15 @@ class Settings(BaseSettings):
     """Where the store lives: a SQLite file path (the default, ``./sitesync.db``), or a
     PostgreSQL URL (``postgresql://user@host/db``) that many machines share."""
 
+    log_level: Literal["debug", "info", "warning", "error"] = "warning"
+    """What the log (standard error) shows: ``-v`` on any command is ``info``, ``-vv``
+    ``debug``, ``-q`` ``error``. Every logger, libraries' and the dashboard's web server's
+    included, goes through the same redaction."""
+
+    log_format: Literal["text", "json"] = "text"
+    """``json`` for a fleet's log shipper: one object per line, with time, level, logger,
+    message, and the run, worker, host and URL a line is about."""
+
     concurrency: int = Field(16, ge=1, le=10_000)
     """Requests in flight at once, over all hosts."""
 
@@ -395,7 +404,7 @@ class Settings(BaseSettings):
     @classmethod
     def _check_auth(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and value.get_secret_value():
-            from sitesync.fetch.profiles import authorization
+            from sitesync.profiles import authorization
 
             try:
                 authorization(value.get_secret_value())
@@ -406,7 +415,7 @@ class Settings(BaseSettings):
     @field_validator("sites")
     @classmethod
     def _check_sites(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        from sitesync.fetch.profiles import profile_from
+        from sitesync.profiles import profile_from
 
         for host, table in value.items():
             try:

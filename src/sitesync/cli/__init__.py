@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Annotated
 
 import typer
 
-from sitesync import __version__
+from sitesync import __version__, logs
 from sitesync.cli import crawl as _crawl
 from sitesync.cli import dashboard as _dashboard
 from sitesync.cli import domains as _domains
@@ -23,7 +22,7 @@ from sitesync.cli import settings as _settings
 from sitesync.cli import status as _status
 from sitesync.cli import supervise as _supervise
 from sitesync.cli import why as _why
-from sitesync.cli._common import LogFormatter, exit_code_of
+from sitesync.cli._common import exit_code_of
 from sitesync.cli.help import SitesyncTyper
 
 app = SitesyncTyper(
@@ -86,9 +85,6 @@ app.command("why")(_why.why_command)
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    for handler in logging.getLogger().handlers:  # a logged error may quote a DSN
-        handler.setFormatter(LogFormatter(handler.formatter))
+    # SITESYNC_LOG_LEVEL/FORMAT from the start; -v/-q and sitesync.toml once they are read.
+    logs.configure()
     sys.exit(exit_code_of(app))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -13,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from sitesync import logs
 from sitesync.errors import (
     EXIT_CANNOT_JOIN,
     EXIT_STORE_UNAVAILABLE,
@@ -20,21 +20,35 @@ from sitesync.errors import (
     SitesyncError,
     StoreUnavailable,
 )
-from sitesync.redact import RedactingFormatter, redact
+from sitesync.fetch.text import visible
+from sitesync.redact import redact
 from sitesync.store import Store, open_store
 
 T = TypeVar("T")
 
+
 # C0 and C1 controls but newline and tab: a terminal would act on them (ESC starts sequences
 # that move the cursor, clear the screen, retitle the window or write to the clipboard).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 class _TextConsole(Console):
     """Prints every string as the text it is (see :func:`plain_console`)."""
 
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(visible(text), **options)
+
+
+class _NoticeConsole(_TextConsole):
+    """Standard error's console: in ``log_format=json`` each line it prints is a JSON log
+    object like every other line there, so a log shipper reads all of standard error."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if logs.current_format() != "json":
+            super().print(*objects, **options)
+            return
+        if self.quiet:  # a forked helper of crawl: the foreground tells its operator
+            return
+        text = " ".join(item.plain if isinstance(item, Text) else str(item) for item in objects)
+        level = logging.ERROR if text.startswith("error:") else logging.INFO
+        logs.notice(text.removeprefix("error:").strip(), level)
 
 
 def plain_console(*, stderr: bool = False) -> Console:
@@ -45,19 +59,8 @@ def plain_console(*, stderr: bool = False) -> Console:
     sequences (``ESC [2J``) must never apply to it, so markup is off on every console of the
     CLI and control characters are shown escaped; styling goes through :func:`styled`.
     """
-    return _TextConsole(stderr=stderr, markup=False, emoji=False, highlight=False)
-
-
-def visible(text: str) -> str:
-    """``text`` with control characters (but newline and tab) shown as ``\\xNN`` escapes."""
-    return _CONTROL.sub(lambda match: match.group(0).encode("unicode_escape").decode(), text)
-
-
-class LogFormatter(RedactingFormatter):
-    """Log lines without secrets, and with a server's control characters made visible."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return visible(super().format(record))
+    kind = _NoticeConsole if stderr else _TextConsole
+    return kind(stderr=stderr, markup=False, emoji=False, highlight=False)
 
 
 def styled(text: str, style: str) -> Text:

@@ -9,8 +9,11 @@ the help reads the same piped, at 80 columns or at 200. Options are grouped into
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
@@ -18,6 +21,8 @@ import typer
 from typer import _click as click
 from typer._click import _textwrap
 from typer.core import TyperCommand, TyperGroup
+
+from sitesync import logs
 
 
 class _WholeWords(_textwrap.TextWrapper):
@@ -52,7 +57,8 @@ PANELS = (
 
 
 class PanelledCommand(TyperCommand):
-    """A command whose options ``--help`` lists panel by panel (click's plain layout)."""
+    """A command whose options ``--help`` lists panel by panel (click's plain layout), and
+    which takes ``-v``/``-q`` like every other."""
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         panels: dict[str, list[tuple[str, str]]] = {}
@@ -66,6 +72,52 @@ class PanelledCommand(TyperCommand):
         for panel in sorted(panels, key=_panel_order):
             with formatter.section(panel):
                 formatter.write_dl(panels[panel])
+
+
+Verbose = Annotated[
+    int,
+    typer.Option("-v", "--verbose", count=True, expose_value=False, show_default=False,
+                 rich_help_panel="Output",
+                 callback=lambda value: _set_level(logs.level_of(value, False)),
+                 help="Log more: -v info, -vv debug (log_level)."),
+]  # fmt: skip
+Quiet = Annotated[
+    bool,
+    typer.Option("-q", "--quiet", expose_value=False, rich_help_panel="Output",
+                 callback=lambda value: _set_level(logs.level_of(0, value)),
+                 help="Log errors only (log_level=error)."),
+]  # fmt: skip
+
+
+def with_verbosity(command: CommandFunction) -> CommandFunction:
+    """``command`` taking ``-v``/``-vv``/``-q`` as well: the log level of this process, and
+    of the workers it starts."""
+    own = inspect.signature(command)
+    hints = get_type_hints(command, include_extras=True)
+    params = [param.replace(annotation=hints[param.name]) for param in own.parameters.values()]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+        for name, kind, default in (("verbose", Verbose, 0), ("quiet", Quiet, False))
+    ]
+
+    @functools.wraps(command)
+    def run(*args: Any, **values: Any) -> Any:
+        values.pop("verbose", None)
+        values.pop("quiet", None)
+        return command(*args, **values)
+
+    run.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    run.__annotations__ = {param.name: param.annotation for param in params}
+    return run  # type: ignore[return-value]
+
+
+def _set_level(level: logs.LogLevel | None) -> None:
+    if level is None:
+        return
+    # As a setting from the environment: it beats sitesync.toml (a flag beats both), this
+    # process's settings read it, and the processes it starts inherit it.
+    os.environ["SITESYNC_LOG_LEVEL"] = level
+    logs.configure(level)
 
 
 def _panel_order(panel: str) -> tuple[int, str]:
@@ -84,5 +136,19 @@ class SitesyncTyper(typer.Typer):
         self, name: str | None = None, **options: Any
     ) -> Callable[[CommandFunction], CommandFunction]:
         options.setdefault("cls", PanelledCommand)
-        decorate: Callable[[CommandFunction], CommandFunction] = super().command(name, **options)
+        register: Callable[[CommandFunction], CommandFunction] = super().command(name, **options)
+
+        def decorate(command: CommandFunction) -> CommandFunction:
+            register(with_verbosity(command))
+            return command
+
+        return decorate
+
+    def callback(self, *args: Any, **options: Any) -> Callable[[CommandFunction], CommandFunction]:
+        register: Callable[[CommandFunction], CommandFunction] = super().callback(*args, **options)
+
+        def decorate(command: CommandFunction) -> CommandFunction:
+            register(with_verbosity(command))  # sitesync -v COMMAND, as COMMAND -v
+            return command
+
         return decorate

@@ -17,6 +17,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import typer
 
+from sitesync import logs
 from sitesync.config import Settings, load_settings
 from sitesync.run_settings import RUN
 
@@ -247,7 +248,9 @@ def from_flags(**flags: Any) -> Settings:
     """Settings with these flags on top (None: not given); an error names the flag."""
     given = {name: value for name, value in flags.items() if value not in (None, [])}
     names = {name: FLAGS[name].names for name in given if name in FLAGS}
-    return load_settings(flag_names=names, **given)
+    settings = load_settings(flag_names=names, **given)
+    logs.configure(settings.log_level, settings.log_format)  # sitesync.toml's, too
+    return settings
 
 
 def settings_flags(*settings: str) -> Callable[[Callable[..., None]], Callable[..., None]]:

@@ -17,6 +17,21 @@ from sitesync.config import Settings
 from sitesync.errors import ExitCode
 from sitesync.run_settings import kind_of
 
+#: The log settings: every command takes -v/-q (cli/help.py), and none a flag of its own.
+_LOG_FLAGS = {"log_level": "`-v` (info), `-vv` (debug), `-q` (error)", "log_format": "-"}
+
+
+def _flag_cell(name: str, decls: tuple[str, ...]) -> str:
+    if name in _LOG_FLAGS:
+        return _LOG_FLAGS[name]
+    return "-" if name in FILE_ONLY else _decls(decls)
+
+
+def _taken_by(name: str, commands: list[str]) -> str:
+    if name in _LOG_FLAGS:
+        return "every command"
+    return ", ".join(f"`{c}`" for c in commands) or "(file, environment)"
+
 
 def settings_reference() -> str:
     """The Markdown table of every setting, as docs/settings.md shows it."""
@@ -34,8 +49,8 @@ def settings_reference() -> str:
         shown = f"`{default}`" if default != "" else '`""`'
         meaning = " ".join((info.description or "").split())
         lines.append(
-            f"| `{name}` | {kind_of(name)} | {'-' if name in FILE_ONLY else _decls(flag.decls)} | "
-            f"{', '.join(f'`{c}`' for c in commands) or '(file, environment)'} | "
+            f"| `{name}` | {kind_of(name)} | {_flag_cell(name, flag.decls)} | "
+            f"{_taken_by(name, commands)} | "
             f"`SITESYNC_{name.upper()}` | {shown} | {meaning} |"
         )
     return "\n".join(lines) + "\n"

@@ -16,7 +16,6 @@ from sitesync.cli._common import (
     format_duration,
     plain_console,
     styled,
-    visible,
     with_store,
 )
 from sitesync.cli.help import SitesyncTyper
@@ -24,6 +23,7 @@ from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.output import AsJson, ShownRun, emit
 from sitesync.cli.settings import settings_tables
 from sitesync.config import Settings
+from sitesync.fetch.text import visible
 from sitesync.models import Run, RunStatus, SettingChange, TaskState
 from sitesync.readmodel.overview import Overview, OverviewOptions
 from sitesync.redact import redact

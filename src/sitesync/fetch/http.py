@@ -27,9 +27,9 @@ from sitesync.fetch.base import (
 )
 from sitesync.fetch.lookups import NameLookups
 from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, forbidden_cause, parse_address
-from sitesync.fetch.profiles import ProfileOf
 from sitesync.fetch.resolver import GuardedResolver
 from sitesync.fetch.text import header_text, safe_text
+from sitesync.profiles import ProfileOf
 from sitesync.urls import resolve_link
 from sitesync.useragent import DEFAULT_USER_AGENT, PRODUCT, default_user_agent
 
@@ -52,7 +52,7 @@ class HttpFetcher:
         profiles: ProfileOf | None = None,
     ) -> None:
         self.limits = limits or FetchLimits()
-        # What each host's requests carry (fetch/profiles.py): headers, cookies, auth, proxy.
+        # What each host's requests carry (sitesync/profiles.py): headers, cookies, auth, proxy.
         self._profiles = profiles
         # Name lookups on threads of their own, bounded by connect_timeout (fetch/lookups.py):
         # the ones given, or this fetcher's own from __aenter__ to __aexit__.

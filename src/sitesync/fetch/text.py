@@ -15,6 +15,13 @@ import re
 # U+DC80..U+DCFF is what surrogateescape makes of the bytes 0x80..0xFF.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 _ANY_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (but newline and tab) shown as ``\\xNN`` escapes:
+    what a server sent, printed on a terminal or in a log, can never drive it."""
+    return _CONTROL.sub(lambda match: match.group(0).encode("unicode_escape").decode(), text)
 
 
 def header_text(value: str) -> str:

@@ -8,6 +8,7 @@ import logging
 import signal
 from collections.abc import Callable
 
+from sitesync import logs
 from sitesync.config import Settings
 from sitesync.errors import (
     ConfigError,
@@ -56,8 +57,24 @@ async def crawl(
     and the run becomes ``stopped`` (resumable). A paused run is waited on, never resumed.
     Given ``signals``, their owner (a service crawling several runs) installs the handlers.
     """
-    set_session_params(settings.session_params)
     worker_id = new_worker_id()
+    # Every line this crawl logs, in any task or thread it starts, names its run and worker.
+    with logs.about(run=run.id, worker=worker_id):
+        return await _crawl(store, run, settings, worker_id, fetcher, on_start, stop_signals,
+                            signals)  # fmt: skip
+
+
+async def _crawl(
+    store: Store,
+    run: Run,
+    settings: Settings,
+    worker_id: str,
+    fetcher: Fetcher | None,
+    on_start: Callable[[CrawlWorker], None] | None,
+    stop_signals: frozenset[signal.Signals],
+    signals: Signals | None,
+) -> Run:
+    set_session_params(settings.session_params)
     plain = _plain_fetcher(settings, worker_id, run)
     if fetcher is None:
         fetcher = _configured_fetcher(settings)

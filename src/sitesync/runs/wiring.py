@@ -12,9 +12,9 @@ from sitesync.config import Settings
 from sitesync.fetch.adaptive import PaceSettings
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.netpolicy import NetworkPolicy
-from sitesync.fetch.profiles import ProfileOf, RequestProfile, profile_from, profiles_for
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.networks import parse_networks
+from sitesync.profiles import ProfileOf, RequestProfile, profile_from, profiles_for
 from sitesync.runs.options import WorkerOptions
 from sitesync.urls import url_host
 
@@ -28,7 +28,7 @@ def network_policy(settings: Settings) -> NetworkPolicy:
 
 
 def request_profiles(settings: Settings, seeds: Iterable[str]) -> ProfileOf:
-    """What each host's requests carry (fetch/profiles.py): the crawl's profile for the
+    """What each host's requests carry (sitesync/profiles.py): the crawl's profile for the
     run's seeds' sites, each ``[sites."HOST"]`` table's for its host. A malformed ``auth``
     or site table is a ConfigError here, before the first request."""
     crawl = RequestProfile(

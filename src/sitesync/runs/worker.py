@@ -38,6 +38,7 @@ import secrets
 import socket
 from collections.abc import Awaitable
 
+from sitesync import logs
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.text import safe_text
@@ -333,6 +334,11 @@ class CrawlWorker:
 
     async def _fetch_one(self, lease: Lease) -> None:
         """Attempt ``lease``; its report is queued (or the lease given back) on return."""
+        # Every line logged while this page is attempted names its host and URL.
+        with logs.about(host=lease.host, url=safe_text(lease.url)):
+            await self._attempt_and_report(lease)
+
+    async def _attempt_and_report(self, lease: Lease) -> None:
         try:
             outcome = await self._attempts.attempt(lease)
         except Exception as exc:
@@ -348,7 +354,17 @@ class CrawlWorker:
                 retry_delay=self.options.retry.delay(lease.attempt_count),
             )
         if isinstance(outcome, Deferral):
+            log.debug("put off for %.1f s", outcome.until - self.store.now())
             await self.store.release(self.run_id, [lease], not_before=outcome.until)
             self._feeder.let_go(lease.host)
         else:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("attempt %d: %s", lease.attempt_count, _told(outcome))
             self._reporter.add(outcome)
+
+
+def _told(report: TaskReport) -> str:
+    """One attempt's ending, as a debug line tells it."""
+    if report.ok:
+        return f"HTTP {report.http_status}, {report.bytes_fetched} bytes"
+    return f"failed: {report.error or report.outcome}"

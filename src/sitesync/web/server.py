@@ -39,8 +39,12 @@ async def serve(settings: Settings, *, on_ready: Callable[[str], None]) -> None:
         create_app(settings),
         host=settings.dashboard_host,
         port=settings.dashboard_port,
-        log_level="warning",
-        access_log=False,
+        log_level=settings.log_level,
+        # No handlers of uvicorn's own: its loggers (and every ASGI exception it logs, a
+        # traceback that may quote the store's DSN) go to sitesync's, which redact.
+        log_config=None,
+        # One line a request at -v (info) and below, through sitesync's handler.
+        access_log=settings.log_level in ("debug", "info"),
         lifespan="on",
     )
     try:
