@@ -3,8 +3,15 @@
 A pure controller (no I/O, an injectable wall clock) that :class:`~sitesync.fetch.politeness.
 HostLimiter` asks before each request and tells after each answer.
 
-- It **backs off quickly**: a 429, 503 or timeout doubles the delay (at least to twice the
-  spacing the host actually saw) and halves the concurrency; a latency well above the host's
+- It reads **the site's signals only**. A 429, 503 or timeout counts when the host's
+  answers show it across URLs, not when it is one URL's (a slow search page, a large
+  download): :mod:`sitesync.fetch.blame` weighs that. A latency counts as the site's time
+  to answer (first byte) without what the crawler's own event loop added, and only when
+  the loop was free for most of the wait (:mod:`sitesync.fetch.loopload`): a busy crawler
+  is not a struggling site.
+- It **backs off quickly** on those signals: 429s or 503s across URLs double the delay (at
+  least to twice the spacing the host actually saw) and halve the concurrency, timeouts
+  across URLs double the delay and halve the concurrency; a latency well above the host's
   recent normal multiplies the delay by 1.5 and takes one request off the concurrency. One
   back-off per round: answers to requests that started before the last back-off are the
   old pace's answers, and do not count again.
@@ -25,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sitesync.config import setting_default
+from sitesync.fetch.blame import Blame
 
 #: The smallest back-off step, in seconds: doubling a configured delay of 0 gives nothing.
 MIN_STEP = 0.1
@@ -39,12 +47,12 @@ NORMAL_WEIGHT = 0.05
 WARMUP_SAMPLES = 5
 #: Latency above normal by less than this is noise, whatever the ratio (fast loopbacks).
 MIN_LATENCY_EXCESS = 0.1
-#: Weight of one answer in the share of overload answers (429/503/timeouts) of a host.
-OVERLOAD_WEIGHT = 0.1
-#: Once backed off, a host is slowed further only while this share of its answers are
-#: overload answers: one URL that keeps answering 503 among many good answers is that
-#: URL's problem (its retries handle it), not a host to slow down to the ceiling.
-OVERLOAD_SHARE = 0.15
+#: A wait is a latency sample only if the crawler's event loop was busy for at most this
+#: share of it. The sample, the wait less the busy part, is then the site's own time or at
+#: most a third under it (the busy part may or may not have been the site's): far from the
+#: rise of ``adaptive_latency_factor`` (3) that makes a trend. Waits the loop was busier
+#: for tell nothing of the site, and are not samples at all.
+BUSY_SHARE = 0.25
 #: A saved delay is stale once the current one differs from it by this share.
 SAVE_CHANGE = 0.1
 
@@ -90,7 +98,7 @@ class HostPace:
         self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_SAMPLES)
         self._normal: float | None = None  # the host's recent normal latency
         self._samples = 0
-        self._overload_share = 0.0
+        self._blame = Blame()  # whose trouble a bad answer is: the host's or its URL's
         self._last_start: float | None = None
         self._spacing: float | None = None  # average time between starts, as sent
         self._saved: LearnedPace | None = None  # the pace last handed out to be stored
@@ -135,24 +143,36 @@ class HostPace:
     # -- what the host answered -----------------------------------------------------------
 
     def answered(
-        self, *, started: float, status: int, elapsed: float, timed_out: bool = False
+        self,
+        *,
+        started: float,
+        status: int,
+        elapsed: float,
+        timed_out: bool = False,
+        url: str | None = None,
+        busy: float = 0.0,
     ) -> LearnedPace | None:
-        """Learn from one answer; returns the pace to store when it changed enough."""
+        """Learn from one answer; returns the pace to store when it changed enough.
+
+        ``elapsed``: how long the host took to answer (to the first byte, where known);
+        ``busy``: how much of that the crawler's event loop was busy with other work;
+        ``url``: what was asked (a URL's repeated failures are that URL's, not the host's).
+        """
         if not self.settings.enabled:
             return None
         this_round = started >= self._backoff_at
-        overloaded = timed_out or status in OVERLOAD_STATUSES
-        self._overload_share = _mix(self._overload_share, float(overloaded), OVERLOAD_WEIGHT)
-        if overloaded:
-            slowed = self.delay() > self.floor
-            if this_round and (not slowed or self._overload_share >= OVERLOAD_SHARE):
+        if timed_out or status in OVERLOAD_STATUSES:
+            if self._blame.bad(url, timed_out=timed_out) and this_round:
                 why = "timeouts" if timed_out else f"{status}s"
-                self._back_off(2.0, f"backing off after {why}", halve=True)
+                self._back_off(2.0, f"backing off after {why}", halve=True, spaced=not timed_out)
                 return self._to_save(force=True)
             return None
         if status <= 0:
             return None  # no answer (refused, reset): the dead-host logic's business
-        if self._latency_high(elapsed) and this_round:
+        self._blame.good(url)
+        if busy > BUSY_SHARE * elapsed:
+            return self._to_save(force=False)  # mostly the crawler's own wait: not a sample
+        if self._latency_high(elapsed - busy) and this_round:
             assert self._normal is not None
             current = statistics.median(self._recent)
             why = (
@@ -180,11 +200,13 @@ class HostPace:
         self._normal = _mix(self._normal, elapsed, weight)
         return high and self._samples > WARMUP_SAMPLES
 
-    def _back_off(self, factor: float, reason: str, *, halve: bool) -> None:
+    def _back_off(self, factor: float, reason: str, *, halve: bool, spaced: bool = False) -> None:
         current = self.delay()
         step = max(current * factor, MIN_STEP)
-        if halve and self._spacing is not None:
-            step = max(step, 2 * self._spacing)  # half the rate the host actually saw
+        if spaced and self._spacing is not None:
+            # Half the rate the host actually saw. Not after timeouts: requests that hang
+            # space the next ones out themselves, and twice that would be a minute.
+            step = max(step, 2 * self._spacing)
         ceiling = max(self.floor, self.settings.max_delay)
         concurrency = self.concurrency()
         if concurrency > 1:
