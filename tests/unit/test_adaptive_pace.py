@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from sitesync.fetch.adaptive import HostPace, LearnedPace, PaceSettings
+from sitesync.fetch.adaptive import GUARD_PERIODS, HostPace, LearnedPace, PaceSettings
 
 _urls = itertools.count()
 
@@ -247,3 +247,34 @@ def test_a_rise_in_latency_backs_off_at_the_third_slow_answer() -> None:
     assert request(p, clock, elapsed=0.25) is None
     learned = request(p, clock, elapsed=0.25)
     assert learned is not None and learned.reason.startswith("backing off: latency 0.25 s")
+
+
+def test_recovery_after_503s_stops_below_the_rate_the_host_could_serve() -> None:
+    clock = Clock()
+    p = pace(clock, min_delay=0.05, recovery_seconds=10.0)
+    for _ in range(10):  # served well at 5 answers a second ...
+        request(p, clock, elapsed=0.2)
+    request(p, clock, status=503, elapsed=0.01)  # ... then refused: more than it can take
+    request(p, clock, status=503, elapsed=0.01)
+    # A fifth under the rate of its last ten good answers: ten, from the first one's end
+    # to the refusal.
+    held = 1.25 * (9 * 0.2 + 0.02) / 10
+    clock.now += 4 * 10.0  # four recovery periods: the back-off alone would be near 0.05 s
+    assert p.delay() == pytest.approx(held, rel=0.02)
+    assert p.current_reason() == "backing off after 503s"
+    clock.now += (GUARD_PERIODS - 4) * 10.0 + 10.0  # held, then one period of recovery
+    assert p.delay() == pytest.approx(0.05 + (held - 0.05) / 2, rel=0.05)
+    clock.now += 1000
+    assert p.delay() == 0.05 and p.current_reason() == ""
+
+
+def test_timeouts_leave_no_memory_of_a_rate() -> None:
+    clock = Clock()
+    p = pace(clock, min_delay=0.05, recovery_seconds=10.0)
+    for _ in range(10):
+        request(p, clock, elapsed=0.2)
+    for _ in range(3):
+        request(p, clock, status=0, timed_out=True, elapsed=5.0)
+    assert p.reason == "backing off after timeouts"
+    clock.now += 6 * 10.0  # recovered from the back-off; a guard would still hold it
+    assert p.delay() == 0.05

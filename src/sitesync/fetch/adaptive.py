@@ -19,6 +19,12 @@ HostLimiter` asks before each request and tells after each answer.
   one request of concurrency comes back per ``recovery_seconds``. Recovery is a function of
   the time since the last back-off, so a host handed to another worker (with the learned
   delay, through the store) continues where it was.
+- It **remembers what was too much**: after 429s or 503s, recovery stops a fifth below the
+  rate at which the host was still answering well when it refused (its last good answers
+  over the time they took: what a host that refuses the excess can serve), for
+  :data:`GUARD_PERIODS` recovery periods, and only then goes on towards the configured
+  pace. Without that memory a host that can take 5 requests a second is offered 10 again
+  a minute later, and says 503 again: a host's capacity does not change by the minute.
 - It never goes below ``min_delay`` (the configured delay, or the robots.txt Crawl-delay
   when larger: those win) nor above ``max_delay``.
 """
@@ -53,6 +59,12 @@ MIN_LATENCY_EXCESS = 0.1
 #: rise of ``adaptive_latency_factor`` (3) that makes a trend. Waits the loop was busier
 #: for tell nothing of the site, and are not samples at all.
 BUSY_SHARE = 0.25
+#: After 429s/503s, recovery stops at this many times the spacing of the host's last good
+#: answers (up to GUARD_ANSWERS of them, over the time since the first of them) ...
+GUARD_MARGIN = 1.25
+GUARD_ANSWERS = 10
+#: ... for this many ``recovery_seconds``, then recovers from there as from a back-off.
+GUARD_PERIODS = 5
 #: A saved delay is stale once the current one differs from it by this share.
 SAVE_CHANGE = 0.1
 
@@ -94,10 +106,13 @@ class HostPace:
         self._peak_delay = settings.min_delay  # delay right after the last back-off
         self._peak_concurrency = settings.concurrency
         self._backoff_at = float("-inf")
+        self._guard = 0.0  # the delay recovery stops at, after 429s/503s (0: none)
+        self._guard_at = float("-inf")  # when the host last refused
         self.reason = ""
         self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_SAMPLES)
         self._normal: float | None = None  # the host's recent normal latency
         self._samples = 0
+        self._served: collections.deque[float] = collections.deque(maxlen=GUARD_ANSWERS)
         self._blame = Blame()  # whose trouble a bad answer is: the host's or its URL's
         self._last_start: float | None = None
         self._spacing: float | None = None  # average time between starts, as sent
@@ -106,12 +121,17 @@ class HostPace:
     # -- what the limiter asks ------------------------------------------------------------
 
     def delay(self) -> float:
-        """Seconds between requests now: the floor plus what is left of the back-off."""
+        """Seconds between requests now: the floor plus what is left of the back-off (or
+        of the guard against the rate the host last refused, if that is more)."""
         extra = self._peak_delay - self.floor
         if not self.settings.enabled or extra <= 0:  # asked several times a page: no clock
             return self.floor
-        calm = max(0.0, self.clock() - self._backoff_at)
-        left: float = extra * 0.5 ** (calm / self.settings.recovery_seconds)
+        now = self.clock()
+        period = self.settings.recovery_seconds
+        left: float = extra * 0.5 ** (max(0.0, now - self._backoff_at) / period)
+        if self._guard > self.floor:
+            held = max(0.0, now - self._guard_at - GUARD_PERIODS * period)
+            left = max(left, (self._guard - self.floor) * 0.5 ** (held / period))
         if left < 0.005:  # recovered: the configured pace again
             return self.floor
         return min(max(self.floor, self.settings.max_delay), self.floor + left)
@@ -165,11 +185,14 @@ class HostPace:
             if self._blame.bad(url, timed_out=timed_out) and this_round:
                 why = "timeouts" if timed_out else f"{status}s"
                 self._back_off(2.0, f"backing off after {why}", halve=True, spaced=not timed_out)
+                if not timed_out:  # the host said "too much": remember what it could take
+                    self._guard_from_served()
                 return self._to_save(force=True)
             return None
         if status <= 0:
             return None  # no answer (refused, reset): the dead-host logic's business
         self._blame.good(url)
+        self._served.append(self.clock())
         if busy > BUSY_SHARE * elapsed:
             return self._to_save(force=False)  # mostly the crawler's own wait: not a sample
         if self._latency_high(elapsed - busy) and this_round:
@@ -199,6 +222,16 @@ class HostPace:
         weight = NORMAL_WEIGHT if elapsed <= 1.5 * self._normal else NORMAL_WEIGHT / 5
         self._normal = _mix(self._normal, elapsed, weight)
         return high and self._samples > WARMUP_SAMPLES
+
+    def _guard_from_served(self) -> None:
+        """The host refused: recovery will stop a little below the rate of its last good
+        answers, up to now (a host that refuses the excess serves what it can); never
+        slower than the back-off just made (old answers tell a rate too low)."""
+        now = self.clock()
+        if len(self._served) >= 2:
+            spacing = (now - self._served[0]) / len(self._served)
+            self._guard = min(self._peak_delay, GUARD_MARGIN * spacing)
+            self._guard_at = now
 
     def _back_off(self, factor: float, reason: str, *, halve: bool, spaced: bool = False) -> None:
         current = self.delay()
