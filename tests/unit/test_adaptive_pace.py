@@ -252,13 +252,14 @@ def test_a_rise_in_latency_backs_off_at_the_third_slow_answer() -> None:
 def test_recovery_after_503s_stops_below_the_rate_the_host_could_serve() -> None:
     clock = Clock()
     p = pace(clock, min_delay=0.05, recovery_seconds=10.0)
-    for _ in range(10):  # served well at 5 answers a second ...
-        request(p, clock, elapsed=0.2)
+    for _ in range(10):  # served well at 5 answers a second, each in 0.05 s ...
+        request(p, clock, elapsed=0.05)
+        clock.now += 0.15
     request(p, clock, status=503, elapsed=0.01)  # ... then refused: more than it can take
     request(p, clock, status=503, elapsed=0.01)
-    # A fifth under the rate of its last ten good answers: ten, from the first one's end
-    # to the refusal.
-    held = 1.25 * (9 * 0.2 + 0.02) / 10
+    # A fifth under the rate of its last ten good answers (ten, from the first one's end to
+    # the refusal), as a delay that runs from each answer's end: less its 0.05 s latency.
+    held = 1.25 * (2.02 - 0.05) / 10 - 0.05
     clock.now += 4 * 10.0  # four recovery periods: the back-off alone would be near 0.05 s
     assert p.delay() == pytest.approx(held, rel=0.02)
     assert p.current_reason() == "backing off after 503s"

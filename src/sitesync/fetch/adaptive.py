@@ -54,8 +54,8 @@ WARMUP_SAMPLES = 5
 #: Latency above normal by less than this is noise, whatever the ratio (fast loopbacks).
 MIN_LATENCY_EXCESS = 0.1
 #: A wait is a latency sample only if the crawler's event loop was busy for at most this
-#: share of it. The sample, the wait less the busy part, is then the site's own time or at
-#: most a third under it (the busy part may or may not have been the site's): far from the
+#: share of it. The sample, the wait less the busy part, is then the site's own time, or at
+#: most a quarter under it (the busy part may or may not have been the site's): far from the
 #: rise of ``adaptive_latency_factor`` (3) that makes a trend. Waits the loop was busier
 #: for tell nothing of the site, and are not samples at all.
 BUSY_SHARE = 0.25
@@ -229,8 +229,10 @@ class HostPace:
         slower than the back-off just made (old answers tell a rate too low)."""
         now = self.clock()
         if len(self._served) >= 2:
-            spacing = (now - self._served[0]) / len(self._served)
-            self._guard = min(self._peak_delay, GUARD_MARGIN * spacing)
+            spacing = GUARD_MARGIN * (now - self._served[0]) / len(self._served)
+            # The delay runs from each answer's end: its latency is part of the spacing.
+            delay = spacing - (self._normal or 0.0)
+            self._guard = min(self._peak_delay, max(self.floor, delay))
             self._guard_at = now
 
     def _back_off(self, factor: float, reason: str, *, halve: bool, spaced: bool = False) -> None:
