@@ -279,3 +279,16 @@ def test_timeouts_leave_no_memory_of_a_rate() -> None:
     assert p.reason == "backing off after timeouts"
     clock.now += 6 * 10.0  # recovered from the back-off; a guard would still hold it
     assert p.delay() == 0.05
+
+
+def test_a_site_timed_while_the_crawler_was_busy_is_not_thought_faster_than_it_is() -> None:
+    """Waits the loop was busy for most of would make the host's normal far too low (the
+    site's time is somewhere in them, but only their idle part is sure): when the crawler
+    calms down, the site's unchanged 0.3 s would read as six times its normal."""
+    clock = Clock()
+    p = pace(clock)
+    for _ in range(20):  # the site takes 0.3 s; the loop is busy for 0.95 s of each 1 s wait
+        request(p, clock, elapsed=1.0, busy=0.95)
+    for _ in range(20):  # the crawler calms down; the site has not changed
+        assert request(p, clock, elapsed=0.3) is None
+    assert p.delay() == 0.1 and p.reason == ""
