@@ -1,4 +1,5 @@
-"""A loopback site that struggles under load, for the adaptive politeness tests and benchmark.
+"""Loopback sites for the adaptive politeness tests and benchmark: one that struggles under
+load (:class:`LoadedSite`), and a healthy one with a few troubled URLs (:class:`TroubledSite`).
 
 It takes at most ``limit`` requests per second (counted over the last second, answered
 ones only) and answers 503 without Retry-After to any request above that; below it, each
@@ -28,9 +29,12 @@ class Answer:
     started: float  # time.monotonic()
     status: int
     path: str
+    wall: float = 0.0  # time.time() at the start, to compare with a store's times
 
 
 class LoadedSite:
+    routes: tuple[str, ...] = ("/", "/p/{n}")
+
     def __init__(
         self,
         *,
@@ -76,10 +80,10 @@ class LoadedSite:
 
     # -- serving ----------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         now = time.monotonic()
         status, latency = self._decide(now)
-        self.answers.append(Answer(now, status, request.path))
+        self.answers.append(Answer(now, status, request.path, time.time()))
         if status != 200:
             return web.Response(status=status, text="busy", content_type="text/plain")
         await asyncio.sleep(latency)
@@ -115,9 +119,10 @@ class LoadedSite:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             app = web.Application()
-            app.router.add_get("/", self._handle)
-            app.router.add_get("/p/{n}", self._handle)
-            runner = web.AppRunner(app, access_log=None)
+            for route in self.routes:
+                app.router.add_get(route, self._handle)
+            # A request still answering (a stall) is cut off at the end, not waited for.
+            runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
             await runner.setup()
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind((self.ip, 0))
@@ -140,3 +145,79 @@ class LoadedSite:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+#: What each troubled URL of a :class:`TroubledSite` does, by the name in its path.
+TROUBLES = ("never", "headers", "drip", "failing")
+
+
+class TroubledSite(LoadedSite):
+    """A healthy site with a few troubled URLs: ``pages`` pages that answer at once, all
+    linked from the root, and among those links (spread out) one URL ``/t/NAME`` for each
+    of ``troubles``:
+
+    - ``never``: the request is read and never answered;
+    - ``headers``: the headers come after ``headers_after`` seconds;
+    - ``drip``: the headers at once, then the body one byte every ``drip_every`` seconds;
+    - ``failing``: 503 with ``Retry-After: retry_after`` the first time, 500 ever after.
+
+    The issue's site (docs/operating.md, "Adaptive politeness") is the default: 150 pages
+    and three URLs that stall, their timing scaled by ``scale`` (1: the real one).
+    """
+
+    routes = (*LoadedSite.routes, "/t/{name}")
+
+    def __init__(
+        self,
+        *,
+        pages: int = 150,
+        troubles: tuple[str, ...] = ("never", "headers", "drip"),
+        scale: float = 1.0,
+        retry_after: int = 2,
+        ip: str = "127.0.0.4",
+    ) -> None:
+        super().__init__(pages=pages, limit=None, base_latency=0.0, ip=ip)
+        assert set(troubles) <= set(TROUBLES), troubles
+        self.troubles = troubles
+        self.headers_after = 40.0 * scale
+        self.drip_every = 1.0 * scale
+        self.retry_after = retry_after
+
+    def page_urls(self) -> list[str]:
+        return super().page_urls() + [f"{self.root}t/{name}" for name in self.troubles]
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path.startswith("/t/"):
+            return await self._trouble(request, request.path[3:])
+        self.answers.append(Answer(time.monotonic(), 200, request.path, time.time()))
+        links = ""
+        if request.path == "/":
+            paths = [f"/p/{i}" for i in range(1, self.pages)]
+            for n, name in enumerate(self.troubles):  # spread among the pages
+                paths.insert((2 * n + 1) * len(paths) // (2 * len(self.troubles)), f"/t/{name}")
+            links = "".join(f'<a href="{p}">{p}</a>\n' for p in paths)
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    async def _trouble(self, request: web.Request, name: str) -> web.StreamResponse:
+        seen = sum(1 for a in self.answers if a.path == request.path)
+        status = 200
+        if name == "failing":
+            status = 503 if seen == 0 else 500
+        self.answers.append(Answer(time.monotonic(), status, request.path, time.time()))
+        if name == "never":
+            await asyncio.Event().wait()  # until the crawler gives up (or the site stops)
+        if name == "headers":
+            await asyncio.sleep(self.headers_after)
+        if name == "failing":
+            headers = {"Retry-After": str(self.retry_after)} if status == 503 else {}
+            return web.Response(status=status, text="failing", headers=headers)
+        if name == "drip":
+            response = web.StreamResponse(headers={"Content-Type": "text/html"})
+            await response.prepare(request)
+            try:
+                for _ in range(100_000):
+                    await asyncio.sleep(self.drip_every)
+                    await response.write(b" ")
+            except ConnectionError:  # the crawler gave up on it
+                return response
+        return web.Response(text="<html><body>late</body></html>", content_type="text/html")

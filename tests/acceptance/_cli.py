@@ -20,17 +20,24 @@ KEPT = frozenset({"SITESYNC_ALLOWED_NETWORKS", "SITESYNC_PROCESSES"})
 
 
 def sitesync(
-    *args: str, settings: dict[str, str] | None = None, **popen: object
+    *args: str,
+    settings: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    **popen: object,
 ) -> subprocess.Popen[str]:
-    """Start the real CLI in a subprocess, as a user would (``settings`` as SITESYNC_*)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
-    env.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
+    """Start the real CLI in a subprocess, as a user would (``settings`` as SITESYNC_*,
+    ``env`` as given: PYTHONPATH to install a test plugin, for one)."""
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT
+    }
+    environment.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
+    environment.update(env or {})
     return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
         [sys.executable, "-m", "sitesync", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=environment,
         **popen,
     )
 

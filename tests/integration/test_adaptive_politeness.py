@@ -273,6 +273,8 @@ async def test_a_plugins_request_through_the_gate_slows_the_host_too(site: Loade
             fetcher, limiter=limiter, robots=None, may_request=anyone, keep_pace=keep
         )
         result = await client.fetch(site.root)
+        assert result.status == 503 and not kept  # one URL's 503: not yet the host's
+        result = await client.fetch(f"{site.root}p/1")  # another URL's: the host's
     assert result.status == 503
     assert kept and kept[0][0] == site.host
     assert kept[0][1].reason == "backing off after 503s"

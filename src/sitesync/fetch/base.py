@@ -60,6 +60,12 @@ class FetchResult:
     elapsed: float = 0.0
     redirects: tuple[RedirectHop, ...] = ()
     retry_after: float | None = None  # seconds the server asked us to wait (429/503)
+    # The site's time to answer, for adaptive politeness: seconds from the request's
+    # headers sent to the response's headers in (None: not measured, no response) ...
+    first_byte: float | None = None
+    # ... and how much of it the crawler's own event loop spent busy with other work
+    # (sitesync.fetch.loopload): that part may have been the crawler's, not the site's.
+    first_byte_busy: float = 0.0
 
     @property
     def content_type(self) -> str:

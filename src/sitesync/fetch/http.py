@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -26,6 +27,7 @@ from sitesync.fetch.base import (
     parse_retry_after,
 )
 from sitesync.fetch.lookups import NameLookups
+from sitesync.fetch.loopload import LoopLoad
 from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, forbidden_cause, parse_address
 from sitesync.fetch.resolver import GuardedResolver
 from sitesync.fetch.text import header_text, safe_text
@@ -65,10 +67,16 @@ class HttpFetcher:
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._resolver: GuardedResolver | None = None
+        self._load: LoopLoad | None = None
 
     async def __aenter__(self) -> HttpFetcher:
         self.lookups = self._lookups_given or NameLookups(self.limits.connect_timeout)
         self._resolver = GuardedResolver(self.network, self.lookups)
+        self._load = LoopLoad.of_running_loop()
+        # Told when each request's headers are sent: the site's time to answer is timed
+        # from there, not from before the connection pool, the name lookup or the connect.
+        tracing = aiohttp.TraceConfig()
+        tracing.on_request_headers_sent.append(_headers_sent)
         connector = aiohttp.TCPConnector(
             limit=self._max_connections,
             limit_per_host=0,  # per-host politeness is the worker's job, not the pool's
@@ -86,6 +94,7 @@ class HttpFetcher:
             headers=self._headers,
             # Cookies would make a crawl depend on the order pages were fetched in.
             cookie_jar=aiohttp.DummyCookieJar(),
+            trace_configs=[tracing],
         )
         return self
 
@@ -140,7 +149,7 @@ class HttpFetcher:
             current = target
 
     async def _request(self, url: str, started: float) -> FetchResult:
-        if self._session is None:
+        if self._session is None or self._load is None:
             raise RuntimeError("HttpFetcher used outside 'async with'")
         target = yarl.URL(url, encoded=True)
         options: dict[str, Any] = {}
@@ -153,13 +162,18 @@ class HttpFetcher:
                 if refused is not None:
                     return _failed(url, FetchOutcome.FORBIDDEN_ADDRESS, refused, started)
                 options["proxy"] = profile.proxy
+        stamp = _FirstByte(self._load)
         try:
-            async with self._session.get(target, allow_redirects=False, **options) as response:
+            async with self._session.get(
+                target, allow_redirects=False, trace_request_ctx=stamp, **options
+            ) as response:
+                first_byte, busy = stamp.answered()
                 headers = _text_headers(response.headers.items())
                 status = response.status
                 if status in _REDIRECT_STATUSES:
                     return FetchResult(url=url, outcome=FetchOutcome.SUCCESS, status=status,
-                                       final_url=url, headers=headers)  # fmt: skip
+                                       final_url=url, headers=headers, first_byte=first_byte,
+                                       first_byte_busy=busy)  # fmt: skip
                 body, too_large = await self._read_capped(response)
         except (aiohttp.ClientError, OSError) as exc:
             outcome, error = _request_failure(exc, self.limits.connect_timeout)
@@ -168,7 +182,7 @@ class HttpFetcher:
         if too_large:
             return FetchResult(
                 url=url, outcome=FetchOutcome.TOO_LARGE, status=status, final_url=url,
-                headers=headers, elapsed=elapsed,
+                headers=headers, elapsed=elapsed, first_byte=first_byte, first_byte_busy=busy,
                 error=f"body larger than {self.limits.max_body_bytes} bytes",
             )  # fmt: skip
         outcome, problem = _classify(status, headers, body)
@@ -176,6 +190,7 @@ class HttpFetcher:
             url=url, outcome=outcome, status=status, final_url=url, headers=headers,
             body=body if outcome is not FetchOutcome.INVALID else b"", error=problem,
             elapsed=elapsed, retry_after=parse_retry_after(status, headers),
+            first_byte=first_byte, first_byte_busy=busy,
         )  # fmt: skip
 
     async def _target_refusal(self, target: yarl.URL) -> str | None:
@@ -211,6 +226,39 @@ class HttpFetcher:
                 return b"", True
             chunks.append(chunk)
         return b"".join(chunks), False
+
+
+class _FirstByte:
+    """One request's time to the first byte of its answer: from its headers sent (told by
+    aiohttp's tracing) to its response's headers in, with the loop's busy time meanwhile."""
+
+    __slots__ = ("_busy_at", "_load", "_sent_at")
+
+    def __init__(self, load: LoopLoad) -> None:
+        self._load = load
+        self._sent_at: float | None = None
+        self._busy_at = 0.0
+
+    def sent(self) -> None:
+        self._sent_at = time.monotonic()
+        self._busy_at = self._load.busy()
+
+    def answered(self) -> tuple[float | None, float]:
+        """(seconds since the headers were sent, of which the loop was busy); (None, 0)
+        if they were never reported sent."""
+        if self._sent_at is None:
+            return None, 0.0
+        return time.monotonic() - self._sent_at, self._load.busy() - self._busy_at
+
+
+async def _headers_sent(
+    session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    params: aiohttp.TraceRequestHeadersSentParams,
+) -> None:
+    stamp = context.trace_request_ctx
+    if isinstance(stamp, _FirstByte):
+        stamp.sent()
 
 
 def _request_failure(exc: BaseException, connect_timeout: float) -> tuple[FetchOutcome, str]:
@@ -273,6 +321,7 @@ def _with_chain(result: FetchResult, url: str, hops: list[RedirectHop]) -> Fetch
         url=url, outcome=result.outcome, status=result.status, final_url=result.url,
         headers=result.headers, body=result.body, error=result.error,
         elapsed=result.elapsed, redirects=tuple(hops), retry_after=result.retry_after,
+        first_byte=result.first_byte, first_byte_busy=result.first_byte_busy,
     )  # fmt: skip
 
 
@@ -282,7 +331,7 @@ def _redirect_result(
     return FetchResult(
         url=url, outcome=FetchOutcome.REDIRECT_NOT_FOLLOWED, status=last.status,
         final_url=last.url, headers=last.headers, error=error, elapsed=last.elapsed,
-        redirects=chain,
+        redirects=chain, first_byte=last.first_byte, first_byte_busy=last.first_byte_busy,
     )  # fmt: skip
 
 

@@ -60,20 +60,36 @@ class Turn:
     _pace: HostPace | None
 
     def answered(
-        self, *, status: int, elapsed: float, timed_out: bool = False
+        self,
+        *,
+        status: int,
+        elapsed: float,
+        timed_out: bool = False,
+        url: str | None = None,
+        busy: float = 0.0,
     ) -> LearnedPace | None:
         """Let the host's pace learn from the answer; returns the pace to store (shared
-        with the fleet) when it changed enough, else None."""
+        with the fleet) when it changed enough, else None. See
+        :meth:`~sitesync.fetch.adaptive.HostPace.answered` for ``url`` and ``busy``."""
         if self._pace is None:
             return None
         return self._pace.answered(
-            started=self.started, status=status, elapsed=elapsed, timed_out=timed_out
-        )
+            started=self.started, status=status, elapsed=elapsed, timed_out=timed_out,
+            url=url, busy=busy,
+        )  # fmt: skip
 
     def saw(self, result: FetchResult) -> LearnedPace | None:
-        """:meth:`answered`, from a fetch result."""
+        """:meth:`answered`, from a fetch result: its time to the first byte where the
+        fetcher measured it (else the whole request's), and the URL that was asked."""
         timed_out = result.outcome is FetchOutcome.TIMEOUT
-        return self.answered(status=result.status, elapsed=result.elapsed, timed_out=timed_out)
+        if result.first_byte is not None:
+            elapsed, busy = result.first_byte, result.first_byte_busy
+        else:
+            elapsed, busy = result.elapsed, 0.0
+        return self.answered(
+            status=result.status, elapsed=elapsed, timed_out=timed_out, url=result.url,
+            busy=busy,
+        )  # fmt: skip
 
 
 class HostLimiter:

@@ -48,16 +48,19 @@ class HopFetcher:
         self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
-    async def fetch(self, lease: Lease) -> FetchResult:
-        """Fetch ``lease.url``, following its redirects one hop at a time."""
+    async def fetch(self, lease: Lease) -> tuple[FetchResult, float]:
+        """Fetch ``lease.url``, following its redirects one hop at a time; and when its
+        first request started (on the store's clock: the gap a retry must not shorten)."""
         chain: list[RedirectHop] = []
         current = lease.url
+        requested_at: float | None = None
         while True:
             async with self.turn(url_host(current), lease) as turn:
+                requested_at = turn.started if requested_at is None else requested_at
                 result = await self.fetcher.fetch(current, may_follow=_no_hop)
             await self._learn_pace(turn, result)
             if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
-                return _chained(lease.url, result, chain)
+                return _chained(lease.url, result, chain), requested_at
             hop = result.redirects[-1]
             chain.append(hop)
             target = resolve_link(hop.from_url, hop.to_url)
@@ -67,9 +70,9 @@ class HopFetcher:
                 outcome, error = refusal
                 if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
                     return FetchResult(url=lease.url, outcome=outcome, error=error,
-                                       redirects=tuple(chain))  # fmt: skip
+                                       redirects=tuple(chain)), requested_at  # fmt: skip
                 return replace(result, url=lease.url, outcome=outcome, error=error,
-                               redirects=tuple(chain))  # fmt: skip
+                               redirects=tuple(chain)), requested_at  # fmt: skip
             assert target is not None
             current = target
 

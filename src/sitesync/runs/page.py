@@ -24,6 +24,7 @@ from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, Processed
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.runs.hops import HopFetcher
+from sitesync.runs.retrywait import RetryWaits
 from sitesync.runs.seeding import SitemapReader
 from sitesync.store.base import Store
 
@@ -93,6 +94,7 @@ class PageAttempts:
         self.robots = robots
         self.retry = retry
         self.max_retry_after = max_retry_after
+        self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
         self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
@@ -126,7 +128,7 @@ class PageAttempts:
         before = await self._before_fetch(lease)
         if before is not None:
             return before
-        result = await self.hops.fetch(lease)
+        result, requested_at = await self.hops.fetch(lease)
         if self.dead_hosts is not None:
             if host_failure(result):
                 handled = await self.dead_hosts.failed(
@@ -145,7 +147,7 @@ class PageAttempts:
             await self.store.save_host_pause(lease.host, until=until)
         if lease.depth == 0 and result.redirects:
             await self.hops.record_root_redirect(lease, result)
-        return await self._answered(lease, result)
+        return await self.waits.no_shorter(await self._answered(lease, result), requested_at)
 
     async def _before_fetch(self, lease: Lease) -> TaskReport | Deferral | None:
         """What ends the attempt before any request for the page (None: fetch it)."""
@@ -327,9 +329,7 @@ class PageAttempts:
         if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
             return base(ok=True), []
         if result.retryable:
-            delay = self.retry.delay(lease.attempt_count)
-            if result.retry_after is not None:
-                delay = max(delay, min(result.retry_after, self.max_retry_after))
+            delay = self.waits.backoff(lease, result.retry_after)
             return base(ok=False, error=describe(result), retry_delay=delay), []
         if result.status == 0:
             # No response and nothing transient about it (redirect loop, bad URL, ...).
