@@ -17,6 +17,7 @@ from sitesync.testing import LOOPBACK_NETWORKS, LoopbackSite, SiteSpec
 from tests import _postgres
 from tests._clock import FakeClock
 from tests._dashboard import chromium
+from tests.acceptance._cli import reap
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -48,6 +49,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The slow tests first: with ``-n``, a long test picked up last would run alone while
     the other workers sit idle. A stable sort keeps each group in file order."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def no_cli_process_outlives_its_test() -> Iterator[None]:
+    """A test that fails before waiting for the CLI processes it started would leave them
+    running into the next test on that worker (and warn there, failing it): kill them."""
+    yield
+    reap()
 
 
 @pytest.fixture(scope="session", autouse=True)

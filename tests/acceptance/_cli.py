@@ -32,7 +32,7 @@ def sitesync(
     }
     environment.update({f"SITESYNC_{k.upper()}": v for k, v in (settings or {}).items()})
     environment.update(env or {})
-    return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
+    proc: subprocess.Popen[str] = subprocess.Popen(  # type: ignore[call-overload]
         [sys.executable, "-m", "sitesync", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -40,6 +40,26 @@ def sitesync(
         env=environment,
         **popen,
     )
+    STARTED.append(proc)
+    return proc
+
+
+#: Every CLI process a test started; ``reap`` kills what is left when the test ends, so a
+#: failed assertion never leaves a crawl running into the next test on that worker.
+STARTED: list[subprocess.Popen[str]] = []
+
+
+def reap() -> list[str]:
+    """Kill and wait for every process :func:`sitesync` started that is still running; the
+    command lines of those that were (a test that passes waits for its own)."""
+    left = []
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            left.append(" ".join(str(a) for a in proc.args[3:]))  # type: ignore[index]
+            proc.kill()
+        proc.communicate()
+    return left
 
 
 def run_in_process(

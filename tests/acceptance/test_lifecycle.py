@@ -52,6 +52,10 @@ def test_pause_resume_stop_and_cancel_from_another_process(db_url: str) -> None:
         crawl = sitesync("crawl", *site.root_urls, "--no-progress", settings=settings(db_url))
         wait_for_progress(db_url, 5)
         assert cli(db_url, "pause", "1").returncode == 0
+        # The crawl learns of the pause at its next status poll (status_poll_seconds, 0.5 s
+        # by default): until then it may lease more, so the in-flight count can touch 0
+        # between two batches. A real wait: the crawl is another process, with its own clock.
+        time.sleep(2 * 0.5)
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "in-flight pages to finish")
         quiet_from = len(site.requests)
         time.sleep(1.0)  # a real wait, to show nothing happens: a paused run fetches nothing

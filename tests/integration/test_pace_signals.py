@@ -60,7 +60,7 @@ async def crawl_watched(settings: Settings, root: str) -> tuple[Run, list[HostSt
     """Crawl ``root``; the run, every pace the store held for its host, and the seconds."""
     store = await SqliteStore.open(settings.db)
     try:
-        run = await prepare_run(store, CrawlRequest(seeds=(root,)), settings)
+        run, settings = await prepare_run(store, CrawlRequest(seeds=(root,)), settings)
         started = time.monotonic()
         async with watching(store, url_host(root)) as seen:
             final = await crawl(store, run, settings)
