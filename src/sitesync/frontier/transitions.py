@@ -138,6 +138,14 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
 }
 
 
+_NEXT_STATUS = {(r.status, r.event): r.to for r in RUN_TRANSITION_ROWS}
+
+
+def next_status(status: RunStatus, event: RunEvent) -> RunStatus | None:
+    """The status ``event`` moves a run in ``status`` to; None: the table forbids it."""
+    return _NEXT_STATUS.get((status, event))
+
+
 def run_may_become(status: RunStatus, to: RunStatus) -> bool:
     """Whether the table lets a run in ``status`` move to ``to``."""
     return to in RUN_TRANSITIONS[status]
