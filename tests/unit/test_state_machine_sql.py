@@ -7,14 +7,16 @@ write each move as SQL. This test reads every named query of both backends
 guarded on (``WHERE state = '...'`` / ``IN (...)``, directly or through the CTE its rows
 come from) and the states it writes (a literal, or each branch of a CASE), and fails on:
 
-- a move the table does not allow (an INSERT moves from DISCOVERED for a task, and creates
-  a run as ``RUN_CREATED_AS``);
+- a move that is no row of the table for the events the query makes (``QUERY_EVENTS``: a
+  query that sets a state must name them). An INSERT moves a task from DISCOVERED, and
+  creates a run as ``RUN_CREATED_AS``;
 - a move it cannot check: no guard on the old state, a state taken from a parameter, an
-  upsert that changes the state, an INSERT that leaves the state to the schema's default.
+  upsert that changes the state, an INSERT that leaves the state to the schema's default;
+- a row of the task table that a backend's SQL never makes.
 
 The few statements that are checked another way are in ``CHECKED_ELSEWHERE`` and
 ``COMPOSED``, each with its reason, and each reason is checked here too. Text, not a
-database: it runs in milliseconds and names the query at fault.
+database: it runs in a few seconds and names the query at fault.
 """
 
 from __future__ import annotations
