@@ -1,16 +1,19 @@
-"""Regenerate the task-transition table in docs/architecture.md from sitesync.transitions."""
+"""Regenerate the task and run transition tables in docs/architecture.md from
+sitesync.frontier.transitions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sitesync.transitions import transitions_table
+from sitesync.frontier.transitions import run_transitions_table, transitions_table
 
 DOC = Path(__file__).parents[1] / "docs" / "architecture.md"
-START = "| from | event |"
 END = "\n\n"
 
 text = DOC.read_text()
-head, rest = text[: text.index(START)], text[text.index(START) :]
-DOC.write_text(head + transitions_table().rstrip("\n") + rest[rest.index(END) :])
+for table in (transitions_table(), run_transitions_table()):
+    start = table.splitlines()[0]  # each table's header line is its own
+    head, rest = text[: text.index(start)], text[text.index(start) :]
+    text = head + table.rstrip("\n") + rest[rest.index(END) :]
+DOC.write_text(text)
 print(f"updated {DOC}")

@@ -1,4 +1,4 @@
-"""Every row of the task-transition table (sitesync.transitions), driven through the public
+"""Every row of the task-transition table (sitesync.frontier.transitions), driven through the public
 Store API on each backend: the task ends in the state the table says, and no row is left
 untried."""
 
@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from sitesync.frontier.transitions import TASK_TRANSITIONS, TaskEvent, Transition, next_state
 from sitesync.models import (
     FetchOutcome,
     HostStatus,
@@ -18,7 +19,6 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store.base import Store
-from sitesync.transitions import TASK_TRANSITIONS, TaskEvent, Transition, next_state
 from tests._clock import FakeClock
 from tests.contract.test_frontier_store import assert_counters_match_tasks, task
 

@@ -8,7 +8,7 @@ from typer.main import get_command
 
 from sitesync.cli import app
 from sitesync.cli.reference import settings_reference
-from sitesync.transitions import transitions_table
+from sitesync.frontier.transitions import run_transitions_table, transitions_table
 
 DOCS = Path(__file__).parents[2] / "docs"
 
@@ -18,9 +18,14 @@ def test_settings_reference_is_current() -> None:
     assert current, "docs/settings.md is out of date: run 'make docs'"
 
 
-def test_architecture_draws_the_task_transitions_of_the_code() -> None:
-    current = transitions_table() in (DOCS / "architecture.md").read_text()
-    assert current, "docs/architecture.md's task table is out of date: run 'make docs'"
+def test_architecture_draws_the_transitions_of_the_code() -> None:
+    drawn = (DOCS / "architecture.md").read_text()
+    assert transitions_table() in drawn, (
+        "docs/architecture.md's task table is out of date: run 'make docs'"
+    )
+    assert run_transitions_table() in drawn, (
+        "docs/architecture.md's run table is out of date: run 'make docs'"
+    )
 
 
 def test_every_command_is_in_the_operator_guide() -> None:

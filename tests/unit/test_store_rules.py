@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sitesync.errors import IllegalTransition
+from sitesync.frontier.transitions import RUN_TRANSITIONS
 from sitesync.models import (
-    RUN_TRANSITIONS,
     AssetRecord,
     Lease,
     NewTask,

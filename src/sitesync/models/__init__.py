@@ -28,7 +28,6 @@ from sitesync.models.records import (
     WorkerLeases,
 )
 from sitesync.models.runs import (
-    RUN_TRANSITIONS,
     Run,
     RunConfig,
     RunCounters,
@@ -51,7 +50,6 @@ from sitesync.models.tasks import (
 )
 
 __all__ = [
-    "RUN_TRANSITIONS",
     "AssetRecord",
     "Attempt",
     "Claim",

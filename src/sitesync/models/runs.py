@@ -1,4 +1,5 @@
-"""Runs: their status, the table of status changes, config and counters."""
+"""Runs: their status, config and counters (the table of status changes is
+:mod:`sitesync.frontier.transitions`)."""
 
 from __future__ import annotations
 
@@ -25,30 +26,6 @@ class RunStatus(enum.StrEnum):
 _TERMINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
 )
-
-#: Which status a run may move to from each status. Stores enforce this table.
-RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
-    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
-    RunStatus.RUNNING: frozenset(
-        {
-            RunStatus.PAUSED,
-            RunStatus.COMPLETED,
-            RunStatus.STOPPED,
-            RunStatus.CANCELLED,
-            RunStatus.FAILED,
-            RunStatus.QUEUED,  # the watchdog re-queues a crashed run
-        }
-    ),
-    RunStatus.PAUSED: frozenset(
-        {RunStatus.RUNNING, RunStatus.STOPPED, RunStatus.CANCELLED, RunStatus.FAILED}
-    ),
-    # A stopped or failed run is resumed in place (running: `crawl --resume`) or handed to
-    # the supervisor (queued: `sitesync resume`); completed and cancelled are final.
-    RunStatus.STOPPED: frozenset({RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.CANCELLED}),
-    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.CANCELLED}),
-    RunStatus.COMPLETED: frozenset(),
-    RunStatus.CANCELLED: frozenset(),
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ from sitesync.config import Settings
 from sitesync.errors import CannotJoinRun, ConfigError, IllegalTransition, RunNotFound
 from sitesync.frontier.frontier import normalize_seeds
 from sitesync.frontier.scope import Scope
-from sitesync.models import RUN_TRANSITIONS, Run, RunConfig, RunStatus
+from sitesync.frontier.transitions import run_may_become
+from sitesync.models import Run, RunConfig, RunStatus
 from sitesync.plugins.loader import discover, plugin_configs
 from sitesync.run_settings import snapshot, take_on
 from sitesync.store.base import Store
@@ -71,7 +72,7 @@ async def _resume(store: Store, request: CrawlRequest, run: Run) -> Run:
         # A crash left it running: its dead worker's leases expire and are reclaimed.
         # A paused run stays paused whoever joins: crawl() waits for `sitesync resume`.
         return run
-    if RunStatus.RUNNING not in RUN_TRANSITIONS[run.status]:
+    if not run_may_become(run.status, RunStatus.RUNNING):
         raise IllegalTransition(f"run {run.id} is {run.status.value} and cannot be resumed")
     return await store.transition_run(run.id, RunStatus.RUNNING, reason="resumed")
 

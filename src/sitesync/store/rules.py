@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sitesync.errors import IllegalTransition
+from sitesync.frontier.transitions import run_may_become
 from sitesync.models import (
-    RUN_TRANSITIONS,
     NewTask,
     ReportVerdict,
     Run,
@@ -47,8 +47,9 @@ class Row(Protocol):
 
 
 def check_transition(run: Run, to: RunStatus) -> None:
-    """Raise ``IllegalTransition`` unless the run table lets ``run`` become ``to``."""
-    if to not in RUN_TRANSITIONS[run.status]:
+    """Raise ``IllegalTransition`` unless the run table (:mod:`sitesync.frontier.transitions`)
+    lets ``run`` become ``to``."""
+    if not run_may_become(run.status, to):
         raise IllegalTransition(f"run {run.id} is {run.status.value}; it cannot become {to.value}")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from sitesync.frontier.transitions import RUN_CREATED_AS
 from sitesync.models import Domain, Run, RunConfig, RunStatus
 from sitesync.store._plain import PlainRuns
 from sitesync.store.postgres import budget
@@ -41,7 +42,7 @@ class PostgresRuns(PlainRuns[PostgresDb]):
 
         async def work(conn: Conn) -> Run:
             params = {
-                "status": RunStatus.QUEUED.value,
+                "status": RUN_CREATED_AS.value,
                 "config": Jsonb(config.to_json()),
                 "settings": self._db.json(None if settings is None else dict(settings)),
                 "now": self._db.clock(),

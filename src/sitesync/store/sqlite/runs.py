@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from sitesync.errors import RunNotFound
+from sitesync.frontier.transitions import RUN_CREATED_AS
 from sitesync.models import Domain, Run, RunConfig, RunStatus
 from sitesync.store._plain import PlainRuns
 from sitesync.store.rules import (
@@ -30,7 +31,7 @@ class SqliteRuns(PlainRuns[SqliteDb]):
         self, config: RunConfig, *, settings: Mapping[str, Any] | None = None
     ) -> Run:
         params = {
-            "status": RunStatus.QUEUED.value,
+            "status": RUN_CREATED_AS.value,
             "config": json.dumps(config.to_json()),
             "settings": self._db.json(None if settings is None else dict(settings)),
             "now": self._db.clock(),
