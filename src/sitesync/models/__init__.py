@@ -27,6 +27,7 @@ from sitesync.models.records import (
     RunDiff,
     WorkerLeases,
 )
+from sitesync.models.revisits import EarlierFetch, LastFetch, Revisit, Validators
 from sitesync.models.runs import (
     RUN_TRANSITIONS,
     Run,
@@ -59,11 +60,13 @@ __all__ = [
     "CrawlArtifact",
     "Domain",
     "DomainScan",
+    "EarlierFetch",
     "FetchOutcome",
     "HostAssets",
     "HostBacklog",
     "HostState",
     "HostStatus",
+    "LastFetch",
     "Lease",
     "NewTask",
     "OutcomeCount",
@@ -71,6 +74,7 @@ __all__ = [
     "RecordChange",
     "RecordVersion",
     "ReportVerdict",
+    "Revisit",
     "Run",
     "RunConfig",
     "RunCounters",
@@ -83,6 +87,7 @@ __all__ = [
     "Task",
     "TaskReport",
     "TaskState",
+    "Validators",
     "WorkerInfo",
     "WorkerLeases",
     "canonical_json",
