@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sitesync.fetch.base import FetchOutcome, FetchResult, FollowPolicy
+from sitesync.models import Validators
 
 
 class NullFetcher:
@@ -28,7 +29,13 @@ class NullFetcher:
     async def __aexit__(self, *exc_info: object) -> None:
         return None
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        may_follow: FollowPolicy | None = None,
+        validators: Validators | None = None,  # nothing is requested: nothing to revalidate
+    ) -> FetchResult:
         if self._respond is not None:
             return self._respond(url)
         return FetchResult(
