@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -75,7 +76,6 @@ async def test_a_completed_fetch_is_kept_with_its_validators_links_and_records(
     store: Store,
 ) -> None:
     assert await store.last_fetch(URL) is None
-    assert await store.earlier_fetch(URL) is None
     run_id = await new_run(store)
     task_id = await report(store, run_id, full('W/"v1"', "Tue, 01 Sep 2026 10:00:00 GMT"),
                            [PAGE, IMAGE])  # fmt: skip
@@ -85,7 +85,7 @@ async def test_a_completed_fetch_is_kept_with_its_validators_links_and_records(
     assert last.validators == Validators('W/"v1"', "Tue, 01 Sep 2026 10:00:00 GMT")
     assert last.content_hash == hashlib.sha256(b"v1").hexdigest()
     assert last.fetched_at == last.checked_at
-    earlier = await store.earlier_fetch(URL)
+    earlier = last.earlier
     assert earlier is not None and earlier.links == LINKS
     assert sorted(kind for _, kind in earlier.records) == ["image", "page"]
 
@@ -104,12 +104,13 @@ async def test_a_later_full_fetch_replaces_the_last_one(store: Store) -> None:
     last = await store.last_fetch(URL)
     assert last is not None and last.run_id == second
     assert (last.validators.etag, last.body_bytes) == ('"v2"', 9)
-    earlier = await store.earlier_fetch(URL)
-    assert earlier is not None and len(earlier.records) == 2
+    assert last.earlier is not None and len(last.earlier.records) == 2
 
 
 async def not_modified(store: Store, run_id: int, etag: str | None = None) -> int:
-    earlier = await store.earlier_fetch(URL)
+    last = await store.last_fetch(URL)
+    assert last is not None
+    earlier = last.earlier
     assert isinstance(earlier, EarlierFetch)
     revisit = Revisit(url=URL, validators=Validators(etag), resighted=earlier.records)
     return await report(store, run_id, revisit, status=304)
@@ -144,14 +145,15 @@ async def test_a_304_that_sends_a_new_etag_replaces_the_kept_one(store: Store) -
     assert last is not None and last.validators.etag == '"v1b"'
 
 
-async def test_the_earlier_fetch_is_gone_when_one_of_its_records_is(
+async def test_what_a_304_stands_for_is_gone_when_one_of_its_records_is(
     store: Store, request: pytest.FixtureRequest
 ) -> None:
     await report(store, await new_run(store), full(), [PAGE, IMAGE])
-    assert await store.earlier_fetch(URL) is not None
+    last = await store.last_fetch(URL)
+    assert last is not None and last.earlier is not None
     forget_record(store, IMAGE.key, request)
-    assert await store.earlier_fetch(URL) is None
-    assert await store.last_fetch(URL) is not None  # its validators stay: a 304 is refused
+    last = await store.last_fetch(URL)
+    assert last is not None and last.earlier is None  # its validators stay: a 304 is refused
 
 
 _FORGET = (
@@ -174,3 +176,28 @@ def forget_record(store: Store, key: str, request: pytest.FixtureRequest) -> Non
         conn.execute(_postgres.search_path(schema))
         for statement in _FORGET:
             conn.execute(statement.format(p="%s"), (key,))  # type: ignore[arg-type]
+
+
+async def test_one_batch_of_304s_sights_a_shared_record_once(store: Store) -> None:
+    """Two unchanged pages that both showed the logo: the run sees it once, found once."""
+    other = "http://a.test/other"
+    first = await new_run(store)
+    await report(store, first, full(), [PAGE, IMAGE])
+    await store.add_tasks(first, [NewTask(url=other, host=HOST, depth=0)])
+    [lease] = await store.acquire(first, worker_id="w", limit=1, lease_seconds=30)
+    await store.report(first, [TaskReport(lease=lease, ok=True, http_status=200, records=(IMAGE,),
+                                          revisit=replace(full(), url=other))])  # fmt: skip
+    second = await new_run(store)
+    await store.add_tasks(second, [NewTask(url=u, host=HOST, depth=0) for u in (URL, other)])
+    leases = await store.acquire(second, worker_id="w", limit=2, lease_seconds=30)
+    reports = []
+    for lease in leases:
+        last = await store.last_fetch(lease.url)
+        assert last is not None and last.earlier is not None
+        revisit = Revisit(url=lease.url, validators=Validators(),
+                          resighted=last.earlier.records)  # fmt: skip
+        reports.append(TaskReport(lease=lease, ok=True, http_status=304, revisit=revisit))
+    await store.report(second, reports)
+    assert {r.key for r in await store.records_of_run(second)} == {PAGE.key, IMAGE.key}
+    [assets] = await store.run_assets(second)
+    assert assets.assets_found == 1

@@ -19,6 +19,14 @@ class Validators:
 
 
 @dataclass(frozen=True, slots=True)
+class EarlierFetch:
+    """What a 304 stands for: the links and records of the body the store last saw."""
+
+    links: tuple[str, ...]  # normalized, before scoping (scoped again by the scan that reads them)
+    records: tuple[tuple[int, str], ...]  # (record id, kind) of every record it produced
+
+
+@dataclass(frozen=True, slots=True)
 class LastFetch:
     """The latest successful fetch of a URL in the store, whichever run made it."""
 
@@ -30,14 +38,9 @@ class LastFetch:
     validators: Validators
     content_hash: str  # sha256 (hex) of the body last downloaded
     body_bytes: int  # that body's size: what a full fetch costs
-
-
-@dataclass(frozen=True, slots=True)
-class EarlierFetch:
-    """What a 304 stands for: the links and records of the body the store last saw."""
-
-    links: tuple[str, ...]  # normalized, before scoping (scoped again by the scan that reads them)
-    records: tuple[tuple[int, str], ...]  # (record id, kind) of every record it produced
+    # What a 304 stands for; None when any of it is gone (a record no longer in the store,
+    # links that cannot be read): the page must then be fetched in full.
+    earlier: EarlierFetch | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ class HopFetcher:
         result, started = await self._request(lease, url, asked.validators)
         if result.status != 304:
             return result, started, Revalidated(note=asked.note)
-        earlier = await self.revalidation.after_304(url, asked.validators)
+        earlier = self.revalidation.after_304(asked)
         if isinstance(earlier, EarlierFetch):
             return result, started, Revalidated(earlier, asked.note)
         again, _ = await self._request(lease, url, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import email.utils
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sitesync.fetch.base import FetchResult
 from sitesync.models import (
@@ -38,6 +38,7 @@ class Asked:
 
     validators: Validators | None = None
     note: str | None = None
+    earlier: EarlierFetch | None = None  # what a 304 would stand for (None: nothing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +63,15 @@ class Revalidation:
         last = await self.store.last_fetch(url)
         if last is None:
             return Asked()
-        return sendable(last.validators, self.store.now())
+        asked = sendable(last.validators, self.store.now())
+        return replace(asked, earlier=last.earlier)
 
-    async def after_304(self, url: str, sent: Validators | None) -> EarlierFetch | str:
-        """What the 304 stands for, or why the page must be fetched again in full."""
-        if not sent:
+    @staticmethod
+    def after_304(asked: Asked) -> EarlierFetch | str:
+        """What a 304 to ``asked`` stands for, or why the page must be fetched in full."""
+        if not asked.validators:
             return NO_VALIDATORS
-        earlier = await self.store.earlier_fetch(url)
-        return GONE if earlier is None else earlier
+        return GONE if asked.earlier is None else asked.earlier
 
     def full_fetch(self, result: FetchResult, links: Sequence[str]) -> Revisit | None:
         """What a successful 2xx leaves for the next scan (None when nothing is kept)."""

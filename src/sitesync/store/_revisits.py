@@ -33,7 +33,10 @@ def unpack_links(data: bytes) -> tuple[str, ...] | None:
     return tuple(links)
 
 
-def last_fetch_from_row(row: Row) -> LastFetch:
+def last_fetch_from_row(row: Row, record_ids: Sequence[int], found: Iterable[Any]) -> LastFetch:
+    """A ``select_last_fetch`` row as the model: ``record_ids`` are the ids the fetch
+    produced, ``found`` the ``[id, kind]`` pairs of those the store still has (both decoded
+    by the backend from its own encoding)."""
     return LastFetch(
         url=row["url"],
         run_id=row["run_id"],
@@ -43,16 +46,17 @@ def last_fetch_from_row(row: Row) -> LastFetch:
         validators=Validators(row["etag"], row["last_modified"]),
         content_hash=row["content_hash"],
         body_bytes=row["body_bytes"],
+        earlier=earlier_fetch(row["links"], record_ids, found),
     )
 
 
 def earlier_fetch(
-    links_data: bytes, record_ids: Sequence[int], records: Iterable[Row]
+    links_data: bytes, record_ids: Sequence[int], found: Iterable[Any]
 ) -> EarlierFetch | None:
     """What a 304 stands for, or None when any of it is gone: links that cannot be read,
     or a record the store no longer has (the page is then fetched again in full)."""
     links = unpack_links(bytes(links_data))
-    kinds = {row["id"]: row["kind"] for row in records}
+    kinds = {int(record_id): str(kind) for record_id, kind in found}
     if links is None or any(record_id not in kinds for record_id in record_ids):
         return None
     return EarlierFetch(links=links, records=tuple((i, kinds[i]) for i in record_ids))
@@ -98,13 +102,27 @@ def confirm_params(report: TaskReport, run_id: int, now: float) -> dict[str, Any
     }
 
 
-def resighted_tally(report: TaskReport, newly_seen: Iterable[int]) -> dict[str, AssetTally]:
-    """The asset counter moves of a 304's records: each first seen in the run counts as
-    found on the page's host, as when a 200 shows it again; none is newly stored."""
-    assert report.revisit is not None
-    kinds = dict(report.revisit.resighted)
+def resightings(reports: Sequence[TaskReport]) -> list[tuple[int, int]]:
+    """(record id, task id) of every record the batch's 304s see again, in batch order."""
+    return [
+        (record_id, report.lease.task_id)
+        for report in reports
+        if report.revisit is not None
+        for record_id, _ in report.revisit.resighted
+    ]
+
+
+def resighted_tallies(
+    reports: Sequence[TaskReport], newly_seen: Iterable[tuple[int, int]]
+) -> dict[str, AssetTally]:
+    """The asset counter moves of the 304s' records first seen in the run (``newly_seen``:
+    (record id, task id) rows ``insert_resightings`` returned): each counts as found on
+    its page's host, as when a 200 shows it again; none is newly stored."""
+    by_task = {r.lease.task_id: r for r in reports if r.revisit is not None}
     tallies: dict[str, AssetTally] = defaultdict(AssetTally)
-    found = sum(1 for record_id in newly_seen if kinds.get(record_id) in ASSET_KINDS)
-    if found:
-        tallies[report.lease.host].found += found
+    for record_id, task_id in newly_seen:
+        report = by_task[task_id]
+        assert report.revisit is not None
+        if dict(report.revisit.resighted).get(record_id) in ASSET_KINDS:
+            tallies[report.lease.host].found += 1
     return tallies

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from sitesync.models import EarlierFetch, LastFetch
+from sitesync.models import LastFetch
 
 
 class RevisitStore(Protocol):
     async def last_fetch(self, url: str) -> LastFetch | None:
-        """The URL's latest successful fetch in the store (any run), or None."""
-        ...
-
-    async def earlier_fetch(self, url: str) -> EarlierFetch | None:
-        """What a 304 for the URL stands for: the links of the body last downloaded and the
-        records it produced, each still in the store; None when there is no last fetch or
-        any of it is gone (the page must then be fetched in full)."""
+        """The URL's latest successful fetch in the store (any run), or None; in one read,
+        with what a 304 for it stands for (``earlier``: its links and its records, each
+        still in the store, else None), so a page costs one lookup before its request."""
         ...

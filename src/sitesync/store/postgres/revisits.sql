@@ -3,19 +3,15 @@
 -- store/sqlite/revisits.sql: read them side by side.
 
 -- name: select_last_fetch
--- Before a request: the validators to send (one primary-key lookup per page).
-SELECT url, run_id, task_id, fetched_at, checked_at, etag, last_modified, content_hash,
-       body_bytes
-  FROM last_fetches
- WHERE url = %(url)s;
-
--- name: select_earlier_fetch
--- After a 304: the links and records of the body it stands for.
-SELECT links, record_ids FROM last_fetches WHERE url = %(url)s;
-
--- name: select_earlier_records
--- Which of those records the store still has, and their kinds.
-SELECT id, kind FROM records WHERE id = ANY(%(record_ids)s::bigint[]);
+-- Before a request: the validators to send, and what a 304 would stand for (its links,
+-- and which of its records the store still has): one primary-key lookup per page.
+SELECT f.url, f.run_id, f.task_id, f.fetched_at, f.checked_at, f.etag, f.last_modified,
+       f.content_hash, f.body_bytes, f.links, f.record_ids,
+       (SELECT jsonb_agg(jsonb_build_array(r.id, r.kind))
+          FROM records AS r
+         WHERE r.id = ANY(f.record_ids)) AS found
+  FROM last_fetches AS f
+ WHERE f.url = %(url)s;
 
 -- name: upsert_last_fetch
 -- A body downloaded in full: it is the URL's last fetch now, whatever was there before.
@@ -40,12 +36,13 @@ UPDATE last_fetches
  WHERE url = %(url)s;
 
 -- name: insert_resightings
--- A 304's records, seen again by the run at their latest version; those the run had seen
--- already come back without a row.
+-- The batch's 304s' records, seen again by the run at their latest version (two arrays:
+-- record ids and the task of each, in batch order); those the run had seen already come
+-- back without a row.
 INSERT INTO record_seen (run_id, record_id, version, task_id, seen_at)
-SELECT %(run_id)s, id, latest_version, %(task_id)s, %(now)s
-  FROM records
- WHERE id = ANY(%(record_ids)s::bigint[])
- ORDER BY id
+SELECT %(run_id)s, r.id, r.latest_version, s.t, %(now)s
+  FROM unnest(%(record_ids)s::bigint[], %(task_ids)s::bigint[]) WITH ORDINALITY AS s(i, t, n)
+  JOIN records AS r ON r.id = s.i
+ ORDER BY r.id, s.n
 ON CONFLICT (run_id, record_id) DO NOTHING
-RETURNING record_id;
+RETURNING record_id, task_id;

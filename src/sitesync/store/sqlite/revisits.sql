@@ -3,19 +3,15 @@
 -- store/postgres/revisits.sql: read them side by side.
 
 -- name: select_last_fetch
--- Before a request: the validators to send (one primary-key lookup per page).
-SELECT url, run_id, task_id, fetched_at, checked_at, etag, last_modified, content_hash,
-       body_bytes
-  FROM last_fetches
- WHERE url = :url;
-
--- name: select_earlier_fetch
--- After a 304: the links and records of the body it stands for.
-SELECT links, record_ids FROM last_fetches WHERE url = :url;
-
--- name: select_earlier_records
--- Which of those records the store still has, and their kinds.
-SELECT id, kind FROM records WHERE id IN (SELECT value FROM json_each(:record_ids));
+-- Before a request: the validators to send, and what a 304 would stand for (its links,
+-- and which of its records the store still has): one primary-key lookup per page.
+SELECT f.url, f.run_id, f.task_id, f.fetched_at, f.checked_at, f.etag, f.last_modified,
+       f.content_hash, f.body_bytes, f.links, f.record_ids,
+       (SELECT json_group_array(json_array(r.id, r.kind))
+          FROM records AS r
+         WHERE r.id IN (SELECT value FROM json_each(f.record_ids))) AS found
+  FROM last_fetches AS f
+ WHERE f.url = :url;
 
 -- name: upsert_last_fetch
 -- A body downloaded in full: it is the URL's last fetch now, whatever was there before.
@@ -39,11 +35,16 @@ UPDATE last_fetches
  WHERE url = :url;
 
 -- name: insert_resightings
--- A 304's records, seen again by the run at their latest version; those the run had seen
--- already come back without a row.
+-- The batch's 304s' records, seen again by the run at their latest version (``sightings``:
+-- a JSON array of [record id, task id], in batch order); those the run had seen already
+-- come back without a row.
 INSERT INTO record_seen (run_id, record_id, version, task_id, seen_at)
-SELECT :run_id, id, latest_version, :task_id, :now
-  FROM records
- WHERE id IN (SELECT value FROM json_each(:record_ids))
+SELECT :run_id, r.id, r.latest_version, s.task_id, :now
+  FROM (SELECT json_extract(value, '$[0]') AS record_id, json_extract(value, '$[1]') AS task_id,
+               key AS n
+          FROM json_each(:sightings)) AS s
+  JOIN records AS r ON r.id = s.record_id
+ WHERE true  -- (an INSERT ... SELECT with ON CONFLICT needs a WHERE to parse)
+ ORDER BY s.n
 ON CONFLICT (run_id, record_id) DO NOTHING
-RETURNING record_id;
+RETURNING record_id, task_id;
