@@ -102,7 +102,10 @@ FollowPolicy = Callable[[str], bool]
 
 
 class Fetcher(Protocol):
-    """Turns a URL into a :class:`FetchResult`. Used as an async context manager."""
+    """Turns a URL into a :class:`FetchResult`. Used as an async context manager.
+
+    A fetcher with a class attribute ``revalidates = False`` (the browser, the dry run)
+    gets no validators, and its pages leave no last fetch for a later scan."""
 
     async def fetch(
         self,

@@ -173,6 +173,9 @@ def _no_chromium(executable_path: str) -> str:
 class BrowserFetcher:
     """Fetches pages with a headless system Chromium driven by Playwright."""
 
+    #: Pages load in full: no last fetch is read or kept for them (docs/operating.md).
+    revalidates = False
+
     def __init__(
         self,
         *,

@@ -16,6 +16,9 @@ class NullFetcher:
     URL that robots.txt allows ends as not fetched, without a request.
     """
 
+    #: Nothing is requested: nothing to revalidate, nothing to keep.
+    revalidates = False
+
     def __init__(self, respond: Callable[[str], FetchResult] | None = None) -> None:
         self._respond = respond
 

@@ -106,7 +106,8 @@ class PageAttempts:
         #: Tasks a request has started for (a turn taken past the pause check), until the
         #: worker hands in their outcome: a pause waits for these, and only these.
         self.under_way: set[int] = set()
-        self.revalidation = Revalidation(store, enabled=conditional_requests)
+        revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
+        self.revalidation = Revalidation(store, enabled=revalidates)
         self.hops = HopFetcher(
             store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
             robots=robots, turn=self._turn, revalidation=self.revalidation,
