@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from aiohttp import web
 
 from sitesync.config import load_settings
 from sitesync.models import FetchOutcome, Run, RunStatus, Task
@@ -34,13 +35,19 @@ def tree(**validators: bool) -> SiteSpec:
                     **validators)  # type: ignore[arg-type]  # fmt: skip
 
 
-async def scan(store: Store, site: LoopbackSite, tmp_path: Path, **settings: object) -> Run:
+async def scan(
+    store: Store,
+    site: LoopbackSite,
+    tmp_path: Path,
+    extra_seeds: tuple[str, ...] = (),
+    **settings: object,
+) -> Run:
     values: dict[str, object] = {
         "db": str(tmp_path / "unused.db"), "concurrency": 4, "per_host_concurrency": 0,
         "delay": 0, "retry_backoff": 0.01, "retry_backoff_max": 0.05,
         "respect_robots": False, "sitemaps": False, **settings,
     }  # fmt: skip
-    request = CrawlRequest(seeds=tuple(site.root_urls))
+    request = CrawlRequest(seeds=(*site.root_urls, *extra_seeds))
     run, ready = await prepare_run(store, request, load_settings(**values))
     final = await crawl(store, run, ready)
     assert final.status is RunStatus.COMPLETED
@@ -215,3 +222,27 @@ def forget_records_of(store: Store, url: str, request: pytest.FixtureRequest) ->
         conn.execute(_postgres.search_path(schema))
         for statement in _FORGET:
             conn.execute(statement.format(p="%s"), (url,))  # type: ignore[arg-type]
+
+
+async def test_each_hop_of_a_redirect_is_revalidated_with_its_own_url_s_validators(
+    store: Store, site_factory: MakeSite, tmp_path: Path
+) -> None:
+    """A seed that redirects: the redirect is asked again (nothing kept for it), and its
+    target with the validators of the body it answered last time."""
+    site = site_factory(tree(etag=True))
+
+    async def moved(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=301, headers={"Location": "/p/5.html"})
+
+    site.set_handler("/moved", moved)
+    seed = site.root_urls[0] + "moved"
+    await scan(store, site, tmp_path, extra_seeds=(seed,))
+    site.clear_requests()
+    second = await scan(store, site, tmp_path, extra_seeds=(seed,))
+    hops = [(r.path, r.status, bool(r.if_none_match)) for r in page_requests(site)
+            if r.path in ("/moved", "/p/5.html")]  # fmt: skip
+    assert sorted(hops) == [("/moved", 301, False), ("/p/5.html", 304, True),
+                            ("/p/5.html", 304, True)]  # fmt: skip
+    task = (await tasks_of(store, second))[seed]
+    assert (task.outcome, task.http_status) == (FetchOutcome.NOT_MODIFIED, 304)
+    assert task.final_url == site.root_urls[0] + "p/5.html"
