@@ -213,6 +213,13 @@ class Settings(BaseSettings):
     ``Sitemap:`` lines, ``/sitemap.xml``, index children) are fetched only when in scope and
     allowed by robots.txt, and not at all while robots.txt answers 5xx or not at all."""
 
+    conditional_requests: bool = True
+    """Revalidate what the store fetched before (any earlier run in the same store): a
+    page's request carries the validators of its last successful fetch (``If-None-Match``,
+    ``If-Modified-Since``), and a ``304`` ends ``not_modified``: no body, its records seen
+    again, its links admitted from the store. Off: every page is fetched in full, and no
+    last fetch is read or kept. The browser fetcher always fetches in full."""
+
     follow_offsite_seed_redirects: bool = False
     """Follow a seed's redirect to another site (not merely ``www.`` or a subdomain of the
     seed's host). Off: the redirect is recorded (canonical host) but not followed

@@ -95,6 +95,7 @@ def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> N
             conn.execute(f"DROP TRIGGER {trigger}")
         conn.execute("DROP INDEX tasks_put_off")  # 0012's
         conn.execute("DROP TABLE run_outcomes")  # 0013's
+        conn.execute("DROP TABLE last_fetches")  # 0015's
         undo_run_settings(conn)  # 0014's
         conn.execute("DROP TABLE run_host_counts")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 10")
@@ -134,6 +135,7 @@ def test_upgrading_to_outcome_counts_fills_them_from_the_counted_tasks(tmp_path:
     conn = sqlite3.connect(db)
     with conn:  # back to before 0013, the tasks kept
         conn.execute("DROP TABLE run_outcomes")
+        conn.execute("DROP TABLE last_fetches")  # 0015's
         undo_run_settings(conn)  # 0014's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 13")
     conn.close()

@@ -206,7 +206,7 @@ def test_every_spec_field_is_a_flag_of_the_separate_process_mode() -> None:
     args = parse_args(
         ["--hosts", "4", "--pages-per-host", "7", "--links-per-page", "5", "--page-bytes", "100",
          "--first-ip", "9", "--delay", "0.5", "--seed", "3", "--no-cross-host-links",
-         "--no-variant-links", "--no-out-of-scope-links"]
+         "--no-variant-links", "--no-out-of-scope-links", "--etag", "--spurious-304"]
     )  # fmt: skip
     assert {f.name: getattr(args, f.name) for f in dataclasses.fields(SiteSpec)} == {
         "hosts": 4,
@@ -219,6 +219,12 @@ def test_every_spec_field_is_a_flag_of_the_separate_process_mode() -> None:
         "out_of_scope_links": False,
         "delay": 0.5,
         "seed": 3,
+        "etag": True,
+        "weak_etag": False,
+        "last_modified": False,
+        "future_last_modified": False,
+        "ignore_validators": False,
+        "spurious_304": True,
     }
     defaults = parse_args([])
     assert all(getattr(defaults, f.name) == f.default for f in dataclasses.fields(SiteSpec))

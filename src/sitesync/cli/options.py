@@ -100,6 +100,8 @@ _WRITTEN: tuple[Flag, ...] = (
     Flag("follow_offsite_seed_redirects",
          ("--follow-offsite-seed-redirects/--no-follow-offsite-seed-redirects",), bool,
          "Follow a seed's redirect to another site (otherwise: record it, do not follow)."),
+    Flag("conditional_requests", ("--conditional-requests/--no-conditional-requests",), bool,
+         "Revalidate pages the store fetched before (If-None-Match/If-Modified-Since)."),
     Flag("fetcher", ("--fetcher",), str,
          "http, browser (system Chromium; JavaScript sites), or null: a dry run"
          " (seeds, robots.txt, sitemaps; no page requested)."),
@@ -180,7 +182,8 @@ FLAGS: dict[str, Flag] = {
 }
 
 PANEL_OF = {
-    **dict.fromkeys(("follow_offsite_seed_redirects", "fetcher", "respect_robots", "sitemaps"),
+    **dict.fromkeys(("follow_offsite_seed_redirects", "fetcher", "respect_robots", "sitemaps",
+                     "conditional_requests"),
                     "What to crawl"),
     **dict.fromkeys(("per_host_concurrency", "delay", "adaptive_politeness", "max_retries",
                      "retry_backoff"), "Politeness"),

@@ -15,7 +15,7 @@ from typing import Protocol
 # Defined with the models, so that a task's outcome keeps its type from the fetcher to the
 # store and back; every fetcher names it from here.
 from sitesync.config import setting_default
-from sitesync.models import FetchOutcome
+from sitesync.models import FetchOutcome, Validators
 
 __all__ = [
     "FetchLimits",
@@ -102,10 +102,23 @@ FollowPolicy = Callable[[str], bool]
 
 
 class Fetcher(Protocol):
-    """Turns a URL into a :class:`FetchResult`. Used as an async context manager."""
+    """Turns a URL into a :class:`FetchResult`. Used as an async context manager.
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    A fetcher with a class attribute ``revalidates = False`` (the browser, the dry run)
+    gets no validators, and its pages leave no last fetch for a later scan."""
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        may_follow: FollowPolicy | None = None,
+        validators: Validators | None = None,
+    ) -> FetchResult:
         """Fetch ``url``; never raises for server or network behaviour.
+
+        ``validators``: those of the store's last fetch of ``url``, sent as a conditional
+        request (``If-None-Match``, ``If-Modified-Since``); a 304 then ends ``NOT_MODIFIED``
+        with no body. A fetcher may ignore them (the browser does) and fetch in full.
 
         Redirects are followed hop by hop up to ``max_redirects`` and recorded in
         ``redirects``. A hop to a non-HTTP URL, or one ``may_follow`` rejects, is not

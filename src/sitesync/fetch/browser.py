@@ -86,6 +86,7 @@ from sitesync.fetch.browser_results import (
 from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.fetch.http import DEFAULT_USER_AGENT
 from sitesync.fetch.netpolicy import NetworkPolicy
+from sitesync.models import Validators
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -172,6 +173,9 @@ def _no_chromium(executable_path: str) -> str:
 class BrowserFetcher:
     """Fetches pages with a headless system Chromium driven by Playwright."""
 
+    #: Pages load in full: no last fetch is read or kept for them (docs/operating.md).
+    revalidates = False
+
     def __init__(
         self,
         *,
@@ -251,7 +255,15 @@ class BrowserFetcher:
                 return await self._launch()
             return self._browser
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        may_follow: FollowPolicy | None = None,
+        validators: Validators | None = None,
+    ) -> FetchResult:
+        # ``validators`` are ignored: a page is rendered from a full load (its scripts,
+        # frames and requests), which a 304 for the document alone cannot stand for.
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)

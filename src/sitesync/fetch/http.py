@@ -31,6 +31,7 @@ from sitesync.fetch.loopload import LoopLoad
 from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, forbidden_cause, parse_address
 from sitesync.fetch.resolver import GuardedResolver
 from sitesync.fetch.text import header_text, safe_text
+from sitesync.models import Validators
 from sitesync.profiles import ProfileOf
 from sitesync.urls import resolve_link
 from sitesync.useragent import DEFAULT_USER_AGENT, PRODUCT, default_user_agent
@@ -109,24 +110,36 @@ class HttpFetcher:
             self.lookups.close()
         self.lookups = None
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        may_follow: FollowPolicy | None = None,
+        validators: Validators | None = None,
+    ) -> FetchResult:
         started = time.monotonic()
         try:
             # The total timeout covers the whole chain, body included: a server that
             # drips one byte a second cannot hold a worker past it.
             async with asyncio.timeout(self.limits.total_timeout):
-                return await self._follow(url, may_follow, started)
+                return await self._follow(url, may_follow, started, validators)
         except TimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
 
     async def _follow(
-        self, url: str, may_follow: FollowPolicy | None, started: float
+        self,
+        url: str,
+        may_follow: FollowPolicy | None,
+        started: float,
+        validators: Validators | None,
     ) -> FetchResult:
         hops: list[RedirectHop] = []
         seen = {url}
         current = url
         while True:
-            result = await self._request(current, started)
+            # The validators are those of ``url``'s body: a redirect target is asked in full.
+            conditional = validators if current == url else None
+            result = await self._request(current, started, conditional)
             if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS and hops:
                 # Never fetched: the chain ends at the last URL that answered (so the
                 # refused address is not taken for the seed's canonical host).
@@ -148,14 +161,18 @@ class HttpFetcher:
             seen.add(target)
             current = target
 
-    async def _request(self, url: str, started: float) -> FetchResult:
+    async def _request(
+        self, url: str, started: float, validators: Validators | None = None
+    ) -> FetchResult:
         if self._session is None or self._load is None:
             raise RuntimeError("HttpFetcher used outside 'async with'")
         target = yarl.URL(url, encoded=True)
         options: dict[str, Any] = {}
         profile = self._profiles(_host_of(target)) if self._profiles is not None else None
+        if validators:
+            options["headers"] = conditional_headers(validators)
         if profile is not None:
-            options["headers"] = profile.request_headers()
+            options["headers"] = {**profile.request_headers(), **options.get("headers", {})}
             if profile.proxy:
                 # The proxy connects to the target, not us: its address is checked here.
                 refused = await self._target_refusal(target)
@@ -300,9 +317,22 @@ def _text_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {header_text(name).lower(): header_text(value) for name, value in items}
 
 
+def conditional_headers(validators: Validators) -> dict[str, str]:
+    """The headers of a conditional GET: each validator as the server sent it (a weak ETag
+    keeps its ``W/``: weak comparison is what If-None-Match uses, RFC 9110 13.1.2)."""
+    headers = {}
+    if validators.etag:
+        headers["If-None-Match"] = validators.etag
+    if validators.last_modified:
+        headers["If-Modified-Since"] = validators.last_modified
+    return headers
+
+
 def _classify(
     status: int, headers: Mapping[str, str], body: bytes
 ) -> tuple[FetchOutcome, str | None]:
+    if status == 304:  # whether it answers a conditional request is the page's to judge
+        return FetchOutcome.NOT_MODIFIED, None
     if status in (401, 403, 451):
         return FetchOutcome.BLOCKED, f"HTTP {status}"
     if status >= 400:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sitesync.fetch.base import FetchOutcome, FetchResult, FollowPolicy
+from sitesync.models import Validators
 
 
 class NullFetcher:
@@ -14,6 +15,9 @@ class NullFetcher:
     seeds, robots.txt and sitemaps are walked for real (over plain HTTP) and every admitted
     URL that robots.txt allows ends as not fetched, without a request.
     """
+
+    #: Nothing is requested: nothing to revalidate, nothing to keep.
+    revalidates = False
 
     def __init__(self, respond: Callable[[str], FetchResult] | None = None) -> None:
         self._respond = respond
@@ -28,7 +32,13 @@ class NullFetcher:
     async def __aexit__(self, *exc_info: object) -> None:
         return None
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        may_follow: FollowPolicy | None = None,
+        validators: Validators | None = None,  # nothing is requested: nothing to revalidate
+    ) -> FetchResult:
         if self._respond is not None:
             return self._respond(url)
         return FetchResult(

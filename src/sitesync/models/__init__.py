@@ -27,6 +27,7 @@ from sitesync.models.records import (
     RunDiff,
     WorkerLeases,
 )
+from sitesync.models.revisits import EarlierFetch, LastFetch, Revisit, Validators
 from sitesync.models.runs import (
     Run,
     RunConfig,
@@ -57,11 +58,13 @@ __all__ = [
     "CrawlArtifact",
     "Domain",
     "DomainScan",
+    "EarlierFetch",
     "FetchOutcome",
     "HostAssets",
     "HostBacklog",
     "HostState",
     "HostStatus",
+    "LastFetch",
     "Lease",
     "NewTask",
     "OutcomeCount",
@@ -69,6 +72,7 @@ __all__ = [
     "RecordChange",
     "RecordVersion",
     "ReportVerdict",
+    "Revisit",
     "Run",
     "RunConfig",
     "RunCounters",
@@ -81,6 +85,7 @@ __all__ = [
     "Task",
     "TaskReport",
     "TaskState",
+    "Validators",
     "WorkerInfo",
     "WorkerLeases",
     "canonical_json",

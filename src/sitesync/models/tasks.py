@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitesync.models.revisits import Revisit
+
 
 class TaskState(enum.StrEnum):
     DISCOVERED = "discovered"  # seen in a page or given as a seed; not yet scoped (never stored)
@@ -34,6 +36,9 @@ class FetchOutcome(enum.StrEnum):
     UNDECODABLE = "undecodable"
     # A dry run (``--fetcher null``): admitted and allowed by robots.txt, never requested.
     NOT_FETCHED = "not_fetched"
+    # A 304 to a conditional request: the page is as the store last saw it. No body; its
+    # records are seen again and its links come from the store.
+    NOT_MODIFIED = "not_modified"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +142,8 @@ class TaskReport:
     final_url: str | None = None  # where redirects ended
     redirects: tuple[tuple[str, str, int], ...] = ()  # (from_url, to_url, status) hops
     records: tuple[AssetRecord, ...] = ()  # written in the report's transaction
+    # A success's memory for the next scan (models/revisits.py), written with the report.
+    revisit: Revisit | None = None
     # The attempt's history row (``Attempt``): when it ran and who ran it.
     started_at: float | None = None
     ended_at: float | None = None

@@ -11,7 +11,7 @@ from typing import Any
 from sitesync.models import Task, TaskState
 
 #: Outcomes of a sampled URL that still make it a usable navigational URL.
-_USABLE = frozenset({"success", "undecodable", "not_fetched"})
+_USABLE = frozenset({"success", "undecodable", "not_fetched", "not_modified"})
 
 
 def failure_of(task: Task | None) -> str | None:

@@ -16,8 +16,9 @@ from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult,
 from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
-from sitesync.models import Lease, TaskReport
+from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
 from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.revalidation import Revalidated, Revalidation
 from sitesync.store.base import Store
 from sitesync.urls import origin_of, resolve_link, same_site, url_host
 
@@ -37,8 +38,10 @@ class HopFetcher:
         robots: RobotsCache | None,
         turn: TurnFor,
         follow_offsite_seed_redirects: bool,
+        revalidation: Revalidation,
     ) -> None:
         self.store = store
+        self.revalidation = revalidation
         self.fetcher = fetcher
         self.frontier = frontier
         self.claims = claims
@@ -48,19 +51,18 @@ class HopFetcher:
         self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
-    async def fetch(self, lease: Lease) -> tuple[FetchResult, float]:
-        """Fetch ``lease.url``, following its redirects one hop at a time; and when its
-        first request started (on the store's clock: the gap a retry must not shorten)."""
+    async def fetch(self, lease: Lease) -> tuple[FetchResult, float, Revalidated]:
+        """Fetch ``lease.url``, following its redirects one hop at a time; when its first
+        request started (on the store's clock: the gap a retry must not shorten); and what
+        its conditional request came to."""
         chain: list[RedirectHop] = []
         current = lease.url
         requested_at: float | None = None
         while True:
-            async with self.turn(url_host(current), lease) as turn:
-                requested_at = turn.started if requested_at is None else requested_at
-                result = await self.fetcher.fetch(current, may_follow=_no_hop)
-            await self._learn_pace(turn, result)
+            result, started, revalidated = await self._revalidating(lease, current)
+            requested_at = started if requested_at is None else requested_at
             if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
-                return _chained(lease.url, result, chain), requested_at
+                return _chained(lease.url, result, chain), requested_at, revalidated
             hop = result.redirects[-1]
             chain.append(hop)
             target = resolve_link(hop.from_url, hop.to_url)
@@ -69,12 +71,36 @@ class HopFetcher:
             if refusal is not None:
                 outcome, error = refusal
                 if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
-                    return FetchResult(url=lease.url, outcome=outcome, error=error,
-                                       redirects=tuple(chain)), requested_at  # fmt: skip
-                return replace(result, url=lease.url, outcome=outcome, error=error,
-                               redirects=tuple(chain)), requested_at  # fmt: skip
+                    failed = FetchResult(url=lease.url, outcome=outcome, error=error)
+                else:
+                    failed = replace(result, url=lease.url, outcome=outcome, error=error)
+                return replace(failed, redirects=tuple(chain)), requested_at, revalidated
             assert target is not None
             current = target
+
+    async def _revalidating(self, lease: Lease, url: str) -> tuple[FetchResult, float, Revalidated]:
+        """One request for ``url``, conditional when the store kept validators for it; a
+        304 the store cannot stand for is followed by one request in full."""
+        asked = await self.revalidation.ask(url)
+        result, started = await self._request(lease, url, asked.validators)
+        if result.status != 304:
+            return result, started, Revalidated(note=asked.note)
+        earlier = self.revalidation.after_304(asked)
+        if isinstance(earlier, EarlierFetch):
+            return result, started, Revalidated(earlier, asked.note)
+        again, _ = await self._request(lease, url, None)
+        if again.status == 304:  # no body to be had: nothing to record as the page
+            error = f"{earlier}, twice"
+            again = replace(again, outcome=FetchOutcome.INVALID, error=error)
+        return again, started, Revalidated(note=f"fetched again in full: {earlier}")
+
+    async def _request(
+        self, lease: Lease, url: str, validators: Validators | None
+    ) -> tuple[FetchResult, float]:
+        async with self.turn(url_host(url), lease) as turn:
+            result = await self.fetcher.fetch(url, may_follow=_no_hop, validators=validators)
+        await self._learn_pace(turn, result)
+        return result, turn.started
 
     async def _learn_pace(self, turn: Turn, result: FetchResult) -> None:
         """The host's adaptive pace learns from the answer; a changed pace is stored, so

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.decode import Undecodable, declared_charset, decode_html_checked
-from sitesync.fetch.politeness import HostLimiter, Turn
+from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
@@ -24,7 +24,9 @@ from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, Processed
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.runs.hops import HopFetcher
+from sitesync.runs.pageturn import PageTurn
 from sitesync.runs.retrywait import RetryWaits
+from sitesync.runs.revalidation import Revalidated, Revalidation, unchanged_report
 from sitesync.runs.seeding import SitemapReader
 from sitesync.store.base import Store
 
@@ -83,6 +85,7 @@ class PageAttempts:
         sitemaps: SitemapReader | None = None,
         follow_offsite_seed_redirects: bool = False,
         worker_id: str | None = None,
+        conditional_requests: bool = True,
     ) -> None:
         self.worker_id = worker_id
         self.store = store
@@ -103,9 +106,11 @@ class PageAttempts:
         #: Tasks a request has started for (a turn taken past the pause check), until the
         #: worker hands in their outcome: a pause waits for these, and only these.
         self.under_way: set[int] = set()
+        revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
+        self.revalidation = Revalidation(store, enabled=revalidates)
         self.hops = HopFetcher(
             store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
-            robots=robots, turn=self._turn,
+            robots=robots, turn=self._turn, revalidation=self.revalidation,
             follow_offsite_seed_redirects=follow_offsite_seed_redirects,
         )  # fmt: skip
 
@@ -128,7 +133,7 @@ class PageAttempts:
         before = await self._before_fetch(lease)
         if before is not None:
             return before
-        result, requested_at = await self.hops.fetch(lease)
+        result, requested_at, revalidated = await self.hops.fetch(lease)
         if self.dead_hosts is not None:
             if host_failure(result):
                 handled = await self.dead_hosts.failed(
@@ -147,7 +152,8 @@ class PageAttempts:
             await self.store.save_host_pause(lease.host, until=until)
         if lease.depth == 0 and result.redirects:
             await self.hops.record_root_redirect(lease, result)
-        return await self.waits.no_shorter(await self._answered(lease, result), requested_at)
+        report = await self._answered(lease, result, revalidated)
+        return await self.waits.no_shorter(report, requested_at)
 
     async def _before_fetch(self, lease: Lease) -> TaskReport | Deferral | None:
         """What ends the attempt before any request for the page (None: fetch it)."""
@@ -174,16 +180,27 @@ class PageAttempts:
             blocked = await self._run_plugins(lease, None, blocked, [])
         return blocked
 
-    async def _answered(self, lease: Lease, result: FetchResult) -> TaskReport:
-        """The report of a fetch that got this far: links, sitemaps, plugins."""
+    async def _answered(
+        self, lease: Lease, result: FetchResult, revalidated: Revalidated
+    ) -> TaskReport:
+        """The report of a fetch that got this far: links, sitemaps, plugins (none for a
+        304 the store stands for: its records are seen again, its links admitted again)."""
+        if revalidated.earlier is not None:
+            earlier = revalidated.earlier
+            found = self.frontier.candidates(
+                earlier.links, depth=lease.depth + 1, found_from=lease.task_id
+            )
+            report = unchanged_report(lease, result, earlier, found, revalidated.note)
+            return await self._add_sitemap_urls(lease, report)
         # Decoded once, for the link extraction and the plugins alike.
         wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
         text = self._html_text(result) if wanted else None
         report, links = self._report(lease, result, text)
+        if report.ok and revalidated.note:  # fetched in full, and why not conditionally
+            report = replace(report, error=report.error or revalidated.note)
         if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
             report = self.hops.hand_over_target(lease, result, report)
-        if lease.depth == 0 and report.ok and self.sitemaps is not None:
-            report = await self._add_sitemap_urls(lease, report)
+        report = await self._add_sitemap_urls(lease, report)
         if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
@@ -258,9 +275,13 @@ class PageAttempts:
             )
             discovered = (*discovered, *extra)
         errors = "; ".join(produced.errors)
+        revisit = report.revisit
+        if revisit is not None and produced.links and room > 0:  # the next scan's too
+            revisit = replace(revisit, links=(*revisit.links, *produced.links[:room]))
         return replace(
             report,
             records=produced.records,
+            revisit=revisit,
             discovered=discovered,
             error=report.error if not errors else f"{report.error or 'plugins'}: {errors}",
         )
@@ -306,7 +327,8 @@ class PageAttempts:
         self.under_way.add(lease.task_id)
 
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
-        assert self.sitemaps is not None
+        if lease.depth != 0 or not report.ok or self.sitemaps is None:
+            return report
         urls = await self.sitemaps.page_urls(lease.url)
         if not urls:
             return report
@@ -355,6 +377,7 @@ class PageAttempts:
             bytes_fetched=len(result.body),
             discovered=discovered,
             error=error,
+            revisit=self.revalidation.full_fetch(result, links) if not error else None,
         )
         return report, links
 
@@ -371,29 +394,3 @@ def describe(result: FetchResult) -> str:
     if result.error:
         return f"{result.outcome.value}: {safe_text(result.error)}"
     return f"{result.outcome.value}: HTTP {result.status}"
-
-
-class PageTurn:
-    """:meth:`PageAttempts._turn`: the host's politeness slot, and the checks that must pass
-    once it is in hand. A class, not an ``asynccontextmanager``, for the reason
-    :class:`~sitesync.fetch.politeness.Slot` is: it is entered for every request."""
-
-    __slots__ = ("_attempts", "_host", "_lease", "_slot")
-
-    def __init__(self, attempts: PageAttempts, host: str, lease: Lease) -> None:
-        self._attempts = attempts
-        self._host = host
-        self._lease = lease
-        self._slot = attempts.limiter.slot(host)
-
-    async def __aenter__(self) -> Turn:
-        turn = await self._slot.__aenter__()
-        try:
-            await self._attempts._may_start(self._host, self._lease)
-        except BaseException:
-            await self._slot.__aexit__(None, None, None)
-            raise
-        return turn
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self._slot.__aexit__(*exc_info)

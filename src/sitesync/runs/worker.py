@@ -179,6 +179,7 @@ class CrawlWorker:
             dead_hosts=self._hosts.dead_hosts,
             sitemaps=sitemaps,
             follow_offsite_seed_redirects=options.follow_offsite_seed_redirects,
+            conditional_requests=options.conditional_requests,
             worker_id=self.worker_id,
         )
 

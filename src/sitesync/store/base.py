@@ -29,6 +29,7 @@ from sitesync.models import (
 )
 from sitesync.store.base_fleet import CoordinationStore, SupervisionStore
 from sitesync.store.base_registry import OverviewStore, RecordStore, RegistryStore
+from sitesync.store.base_revisits import RevisitStore
 
 __all__ = [
     "CoordinationStore",
@@ -37,6 +38,7 @@ __all__ = [
     "OverviewStore",
     "RecordStore",
     "RegistryStore",
+    "RevisitStore",
     "RunStore",
     "Store",
     "SupervisionStore",
@@ -206,6 +208,7 @@ class Store(
     SupervisionStore,
     RegistryStore,
     RecordStore,
+    RevisitStore,
     OverviewStore,
     Protocol,
 ):

@@ -36,12 +36,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m sitesync.testing", description="Serve a generated site on loopback."
     )
     # One flag per SiteSpec field, so a new field is a new flag: --pages-per-host N for a
-    # number, --no-variant-links for a switch that is on by default.
+    # number, --no-variant-links for a switch that is on by default, --etag for one off.
     for spec_field in dataclasses.fields(SiteSpec):
         flag = spec_field.name.replace("_", "-")
         default = spec_field.default
-        if isinstance(default, bool):
+        if isinstance(default, bool) and default:
             parser.add_argument(f"--no-{flag}", dest=spec_field.name, action="store_false")
+        elif isinstance(default, bool):  # a switch off by default: --etag, --spurious-304
+            parser.add_argument(f"--{flag}", dest=spec_field.name, action="store_true")
         else:
             parser.add_argument(f"--{flag}", type=type(default), default=default)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")

@@ -22,10 +22,9 @@ from sitesync.testing.spec import (
     page_urls,
     remove_dot_segments,
 )
+from sitesync.testing.validators import Validating
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-_HTML_CONTENT_TYPE = "text/html; charset=utf-8"
 
 
 class LoopbackSite:
@@ -54,6 +53,7 @@ class LoopbackSite:
         self._lock = threading.Lock()
         self._handlers: dict[str, Handler] = {}
         self._pages: Pages | None = None
+        self._validating = Validating(self.spec)
         self._served = 0
         self._in_flight = 0  # requests received and not yet answered
         self._status_counts: collections.Counter[int] = collections.Counter()
@@ -223,11 +223,13 @@ class LoopbackSite:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()
-        status = 500
+        status, sent = 500, 0
         self._in_flight += 1
         try:
             response = await self._respond(request)
             status = response.status
+            body = response.body if isinstance(response, web.Response) else None
+            sent = len(body) if isinstance(body, bytes) else 0
             return response
         except web.HTTPException as exc:
             status = exc.status
@@ -246,6 +248,10 @@ class LoopbackSite:
                     finished=time.monotonic(),
                     user_agent=request.headers.get("User-Agent", ""),
                     worker=request.headers.get("X-Sitesync-Worker", ""),
+                    if_none_match=request.headers.get("If-None-Match", ""),
+                    if_modified_since=request.headers.get("If-Modified-Since", ""),
+                    status=status,
+                    body_bytes=sent,
                 )
                 with self._lock:
                     self._records.append(record)
@@ -272,10 +278,7 @@ class LoopbackSite:
         index = page_index(remove_dot_segments(path), self.spec.pages_per_host)
         if host_index is None or index is None:
             return web.Response(status=404, text="not found", content_type="text/plain")
-        return web.Response(
-            body=self._pages.render(host_index, index),
-            headers={"Content-Type": _HTML_CONTENT_TYPE},
-        )
+        return self._validating.respond(request, host_index, self._pages.render(host_index, index))
 
     def _host_index(self, request: web.Request) -> int | None:
         # The socket the request arrived on decides the host, not the Host header: a client

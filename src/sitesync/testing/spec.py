@@ -29,6 +29,13 @@ class SiteSpec:
     out_of_scope_links: bool = True
     delay: float = 0.0  # seconds every response is held back
     seed: int = 0
+    # Validators (testing/validators.py): what pages send, and how the server honours them.
+    etag: bool = False  # a strong ETag (of the body) on every page; If-None-Match honoured
+    weak_etag: bool = False  # the same, weak (W/"...")
+    last_modified: bool = False  # a fixed past Last-Modified; If-Modified-Since honoured
+    future_last_modified: bool = False  # a Last-Modified a year ahead (a wrong clock)
+    ignore_validators: bool = False  # never a 304: every request answered in full
+    spurious_304: bool = False  # a 304 to each page's first request that asked nothing
 
     def __post_init__(self) -> None:
         if self.hosts < 1 or self.pages_per_host < 1:
@@ -53,6 +60,10 @@ class RequestRecord:
     finished: float  # time.monotonic() when the handler returned
     user_agent: str
     worker: str = ""  # the X-Sitesync-Worker header (sent with worker_id_header on)
+    if_none_match: str = ""  # the conditional request's headers, as received
+    if_modified_since: str = ""
+    status: int = 0  # the status answered
+    body_bytes: int = 0  # the body's bytes sent (0 for a 304)
 
 
 def page_path(index: int) -> str:

@@ -25,6 +25,7 @@ from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, one
 from sitesync.store.postgres._rows import report_arrays, task_from_row
 from sitesync.store.postgres.coordination import end_tasks_of_ended_hosts
 from sitesync.store.postgres.records import save_records
+from sitesync.store.postgres.revisits import save_revisits
 
 
 class PostgresFrontier(TaskReads[PostgresDb]):
@@ -86,14 +87,19 @@ class PostgresFrontier(TaskReads[PostgresDb]):
             states = await _apply_reports(conn, reports, config.max_retries, now)
             tally = rules.ReportTally()
             with_records = []
+            revisits = []  # completed reports that leave a fetch for the next scan
             for report in reports:
                 # A task reported twice in one batch: the first report is the one applied.
                 state = states.pop(report.lease.task_id, None)
                 if state is None:
                     tally.lost()
-                elif tally.accept(report, state):
-                    with_records.append(report)
+                else:
+                    if tally.accept(report, state):
+                        with_records.append(report)
+                    if state is TaskState.COMPLETED and report.revisit is not None:
+                        revisits.append(report)
             await save_records(conn, run_id, with_records, now, self.max_stored_body_bytes)
+            await save_revisits(conn, run_id, revisits, now)
             await _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)
             await admit(conn, run_id, config, tally.discovered, now, tally.by_host)
             return tally.verdicts

@@ -363,3 +363,19 @@ SELECT r.id, r.status, r.config, r.created_at, r.started_at, r.ended_at,
               MAX(h.updated_at) AS moved_at
          FROM run_host_counts AS h
         WHERE h.run_id = r.id) AS c ON true;
+
+-- The latest successful fetch of each URL (migration 0017): what the next scan
+-- revalidates with, and what a 304 stands for.
+CREATE TABLE last_fetches (
+    url           text             PRIMARY KEY,  -- the URL whose body it was (after redirects)
+    run_id        bigint           NOT NULL,     -- the run that last fetched or confirmed it
+    task_id       bigint           NOT NULL,
+    fetched_at    double precision NOT NULL,     -- its body last downloaded
+    checked_at    double precision NOT NULL,     -- last downloaded or confirmed unchanged (304)
+    etag          text,                          -- as sent, a weak one with its W/
+    last_modified text,                          -- as sent (an HTTP-date)
+    content_hash  text             NOT NULL,     -- sha256 (hex) of the body
+    body_bytes    bigint           NOT NULL,
+    links         bytea            NOT NULL,     -- zlib of a JSON array: the page's normalized links
+    record_ids    bigint[]         NOT NULL      -- the records the body produced
+);

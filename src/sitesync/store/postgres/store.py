@@ -34,6 +34,7 @@ from sitesync.store.postgres.coordination import PostgresCoordination
 from sitesync.store.postgres.frontier import PostgresFrontier
 from sitesync.store.postgres.records import PostgresRecords
 from sitesync.store.postgres.registry import PostgresRegistry
+from sitesync.store.postgres.revisits import PostgresRevisits
 from sitesync.store.postgres.runs import PostgresRuns
 from sitesync.store.postgres.supervision import PostgresSupervision
 
@@ -42,6 +43,7 @@ class PostgresStore(
     PostgresRuns,
     PostgresFrontier,
     PostgresRecords,
+    PostgresRevisits,
     PostgresCoordination,
     PostgresSupervision,
     PlainOverview[PostgresDb],

@@ -19,6 +19,7 @@ from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite._rows import outcome_params, task_from_row, task_rows
 from sitesync.store.sqlite.coordination import end_tasks_of_ended_hosts
 from sitesync.store.sqlite.records import save_records
+from sitesync.store.sqlite.revisits import save_revisits
 from sitesync.store.sqlite.runs import select_run
 
 
@@ -73,13 +74,18 @@ class SqliteFrontier(TaskReads[SqliteDb]):
             tally = rules.ReportTally()
             max_retries = select_run(conn, run_id).config.max_retries
             with_records = []
+            revisits = []  # completed reports that leave a fetch for the next scan
             for report in reports:
                 state = _apply_report(conn, report, max_retries, now)
                 if state is None:
                     tally.lost()
-                elif tally.accept(report, state):
-                    with_records.append(report)
+                else:
+                    if tally.accept(report, state):
+                        with_records.append(report)
+                    if state is TaskState.COMPLETED and report.revisit is not None:
+                        revisits.append(report)
             save_records(conn, run_id, with_records, now, self.max_stored_body_bytes)
+            save_revisits(conn, run_id, revisits, now)
             if delta := tally.counter_params(run_id, now):
                 conn.execute(Q["move_counters"], delta)
             _keep_attempts(conn, tally.accepted, self.max_attempts_kept, now)

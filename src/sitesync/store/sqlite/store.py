@@ -21,6 +21,7 @@ from sitesync.store.sqlite.coordination import SqliteCoordination
 from sitesync.store.sqlite.frontier import SqliteFrontier
 from sitesync.store.sqlite.records import SqliteRecords
 from sitesync.store.sqlite.registry import SqliteRegistry
+from sitesync.store.sqlite.revisits import SqliteRevisits
 from sitesync.store.sqlite.runs import SqliteRuns
 from sitesync.store.sqlite.supervision import SqliteSupervision
 
@@ -29,6 +30,7 @@ class SqliteStore(
     SqliteRuns,
     SqliteFrontier,
     SqliteRecords,
+    SqliteRevisits,
     SqliteCoordination,
     SqliteSupervision,
     PlainOverview[SqliteDb],

@@ -1,0 +1,22 @@
+"""The store interface of issue 30: the latest successful fetch of each URL, kept across
+the runs of one store so that a later scan asks the site only what changed.
+
+Writes happen in :meth:`FrontierStore.report`'s transaction, from each completed report's
+``revisit`` (models/revisits.py): a full fetch replaces the URL's last fetch (validators,
+content hash, size, links, and the ids of the records the report saved); a 304 confirms it
+(``checked_at``, validators the 304 sent) and sights its ``resighted`` records in the run.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sitesync.models import LastFetch
+
+
+class RevisitStore(Protocol):
+    async def last_fetch(self, url: str) -> LastFetch | None:
+        """The URL's latest successful fetch in the store (any run), or None; in one read,
+        with what a 304 for it stands for (``earlier``: its links and its records, each
+        still in the store, else None), so a page costs one lookup before its request."""
+        ...
