@@ -264,9 +264,10 @@ async def test_binary_served_as_html_and_bad_charsets_are_recorded(
 
     async def latin1(request: web.Request) -> web.StreamResponse:
         body = '<a href="/p/1.html">caf\u00e9</a>'.encode("latin-1")
-        return web.Response(body=body, headers={"Content-Type": "text/html; charset=latin-1"})
+        return web.Response(body=body, headers={"Content-Type": "text/html; charset=latin1"})
 
-    site.set_handler("/latin1", latin1)  # the same bytes, declared right: a success
+    # The same bytes, declared right ("latin1" is a WHATWG label; "latin-1" is not): a success.
+    site.set_handler("/latin1", latin1)
     task = await crawl_one(site, tmp_path / "c", "/latin1")
     assert task.outcome == "success" and task.last_error is None
 
