@@ -104,8 +104,13 @@ FollowPolicy = Callable[[str], bool]
 class Fetcher(Protocol):
     """Turns a URL into a :class:`FetchResult`. Used as an async context manager."""
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self, url: str, *, may_follow: FollowPolicy | None = None, read_at_most: int | None = None
+    ) -> FetchResult:
         """Fetch ``url``; never raises for server or network behaviour.
+
+        ``read_at_most``: read only the first that many bytes of the body and stop reading
+        (robots.txt, RFC 9309 §2.5): a longer body is cut there, not ``TOO_LARGE``.
 
         Redirects are followed hop by hop up to ``max_redirects`` and recorded in
         ``redirects``. A hop to a non-HTTP URL, or one ``may_follow`` rejects, is not

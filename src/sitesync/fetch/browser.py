@@ -251,7 +251,11 @@ class BrowserFetcher:
                 return await self._launch()
             return self._browser
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self, url: str, *, may_follow: FollowPolicy | None = None, read_at_most: int | None = None
+    ) -> FetchResult:
+        # read_at_most is not honoured: robots.txt (what asks for it) is always fetched over
+        # plain HTTP, never through the browser.
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)

@@ -109,24 +109,26 @@ class HttpFetcher:
             self.lookups.close()
         self.lookups = None
 
-    async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
+    async def fetch(
+        self, url: str, *, may_follow: FollowPolicy | None = None, read_at_most: int | None = None
+    ) -> FetchResult:
         started = time.monotonic()
         try:
             # The total timeout covers the whole chain, body included: a server that
             # drips one byte a second cannot hold a worker past it.
             async with asyncio.timeout(self.limits.total_timeout):
-                return await self._follow(url, may_follow, started)
+                return await self._follow(url, may_follow, started, read_at_most)
         except TimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
 
     async def _follow(
-        self, url: str, may_follow: FollowPolicy | None, started: float
+        self, url: str, may_follow: FollowPolicy | None, started: float, read_at_most: int | None
     ) -> FetchResult:
         hops: list[RedirectHop] = []
         seen = {url}
         current = url
         while True:
-            result = await self._request(current, started)
+            result = await self._request(current, started, read_at_most)
             if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS and hops:
                 # Never fetched: the chain ends at the last URL that answered (so the
                 # refused address is not taken for the seed's canonical host).
@@ -148,7 +150,7 @@ class HttpFetcher:
             seen.add(target)
             current = target
 
-    async def _request(self, url: str, started: float) -> FetchResult:
+    async def _request(self, url: str, started: float, read_at_most: int | None) -> FetchResult:
         if self._session is None or self._load is None:
             raise RuntimeError("HttpFetcher used outside 'async with'")
         target = yarl.URL(url, encoded=True)
@@ -174,7 +176,10 @@ class HttpFetcher:
                     return FetchResult(url=url, outcome=FetchOutcome.SUCCESS, status=status,
                                        final_url=url, headers=headers, first_byte=first_byte,
                                        first_byte_busy=busy)  # fmt: skip
-                body, too_large = await self._read_capped(response)
+                if read_at_most is None:
+                    body, too_large = await self._read_capped(response)
+                else:
+                    body, too_large = await _read_prefix(response, read_at_most), False
         except (aiohttp.ClientError, OSError) as exc:
             outcome, error = _request_failure(exc, self.limits.connect_timeout)
             return _failed(url, outcome, error, started)
@@ -226,6 +231,19 @@ class HttpFetcher:
                 return b"", True
             chunks.append(chunk)
         return b"".join(chunks), False
+
+
+async def _read_prefix(response: aiohttp.ClientResponse, size: int) -> bytes:
+    """The first ``size`` bytes of the (decompressed) body; the rest is never read (the
+    connection is closed rather than drained)."""
+    chunks: list[bytes] = []
+    read = 0
+    async for chunk in response.content.iter_any():
+        chunks.append(chunk)
+        read += len(chunk)
+        if read >= size:
+            break
+    return b"".join(chunks)[:size]
 
 
 class _FirstByte:
