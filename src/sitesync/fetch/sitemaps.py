@@ -90,13 +90,16 @@ def _xml_entries(body: bytes) -> Iterator[SitemapEntry]:
 
 
 def _text_entries(body: bytes) -> Iterator[SitemapEntry]:
-    """A text sitemap (sitemaps.org): one absolute URL a line; other lines are skipped."""
-    for line in body.removeprefix(_BOM).splitlines():
-        text = line.strip().decode("utf-8", errors="replace")
-        if text.startswith(("http://", "https://")):
-            yield SitemapEntry(loc=text)
-        elif text:
-            yield SitemapEntry(loc="")  # counted against the cap like an empty <loc>
+    """A text sitemap (sitemaps.org): one absolute URL a line. Every line is an entry (an
+    empty one unless it holds a URL), so that the cap on entries bounds the lines read."""
+    body = body.removeprefix(_BOM)
+    position = 0
+    while position < len(body):
+        end = body.find(b"\n", position)
+        end = len(body) if end < 0 else end
+        text = body[position:end].strip().decode("utf-8", errors="replace")
+        yield SitemapEntry(loc=text if text.startswith(("http://", "https://")) else "")
+        position = end + 1
 
 
 Fetch = Callable[[str], Awaitable[FetchResult]]
