@@ -22,6 +22,7 @@ from sitesync.fetch.sitemaps import parse_sitemap
 from sitesync.fetch.text import header_text
 from sitesync.html import count_anchors, extract_links
 from sitesync.store._records import _shingles
+from sitesync.urls import LinkResolver
 from tests.complexity._growth import Case, assert_linear
 
 MB = 1024 * 1024
@@ -189,6 +190,14 @@ HTML = [
     ),
 ]
 
+RESOLVE = LinkResolver("http://site.test/a/b").resolve
+URLS = [
+    Case("urls: dot segments", lambda n: "../" * (n // 3), RESOLVE, 1_000),
+    Case("urls: path parameters", lambda n: "/x;a" * (n // 4), RESOLVE, 1_000),
+    Case("urls: query pairs", lambda n: "/?" + "a=1&" * (n // 4), RESOLVE, 1_000),
+    Case("urls: long host", lambda n: "http://" + "a." * (n // 2) + "test/", RESOLVE, 1_000),
+]
+
 DOMAINS = [
     Case(
         "domains: numeric hosts",
@@ -198,7 +207,7 @@ DOMAINS = [
     ),
 ]
 
-CASES = SITEMAPS + ANCHORS + DECODING + SIMILARITY + ROBOTS + HEADERS + HTML + DOMAINS
+CASES = SITEMAPS + ANCHORS + DECODING + SIMILARITY + ROBOTS + HEADERS + HTML + URLS + DOMAINS
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
