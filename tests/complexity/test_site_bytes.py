@@ -56,6 +56,12 @@ SITEMAPS = [
         12_000,
     ),
     Case("sitemap: empty entries", lambda n: b"<loc></loc>" * (n // 11), sitemap, 5_500),
+    Case(
+        "sitemap: a numeric reference of many digits",
+        lambda n: b"<loc>&#" + b"1" * n + b"</loc>",
+        sitemap,
+        1_000,
+    ),
     Case("sitemap: entities", lambda n: b"<loc>" + b"&amp;" * (n // 5) + b"</loc>", sitemap, 5_000),
     Case(
         "sitemap: gzip of <loc> never closed",

@@ -52,6 +52,14 @@ def test_a_loc_never_closed_ends_the_scan_and_the_entry_cap_counts_empty_ones() 
     assert parse_sitemap(body, max_bytes=MB, max_urls=10).urls == ()
 
 
+def test_a_loc_python_cannot_unescape_or_too_long_for_a_url_is_a_bad_entry() -> None:
+    """``&#`` and 5,000 digits made html.unescape raise (Python's int conversion limit): the
+    exception left parse_sitemap and the sitemap walk."""
+    body = b"<loc>&#" + b"1" * 5000 + b"</loc><loc>" + b"a" * (65 * 1024) + b"</loc>"
+    body += b"<loc>http://a.test/ok</loc>"
+    assert parse_sitemap(body, max_bytes=MB).urls == ("&#" + "1" * 5000, "http://a.test/ok")
+
+
 @pytest.mark.parametrize(
     ("label", "encoding"),
     [

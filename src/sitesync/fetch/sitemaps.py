@@ -23,6 +23,9 @@ _LOC_OPEN = re.compile(rb"<(?:\w+:)?loc>", re.IGNORECASE)
 _LOC_CLOSE = re.compile(rb"</(?:\w+:)?loc>", re.IGNORECASE)
 _INDEX = re.compile(rb"<(?:\w+:)?sitemapindex[\s>]", re.IGNORECASE)
 _BOM = b"\xef\xbb\xbf"
+#: A longer ``<loc>`` is no URL anyone can fetch (sitemaps.org allows 2,048 characters): it
+#: is read as an empty entry, its text never copied nor unescaped.
+MAX_LOC_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +88,19 @@ def _xml_entries(body: bytes) -> Iterator[SitemapEntry]:
         if closing is None:
             return  # no later <loc> can close either: the rest is not read again
         raw = body[opening.end() : closing.start()].strip()
-        yield SitemapEntry(loc=html.unescape(raw.decode("utf-8", errors="replace")).strip())
+        yield SitemapEntry(loc=_text(raw) if len(raw) <= MAX_LOC_BYTES else "")
         position = closing.end()
+
+
+def _text(raw: bytes) -> str:
+    """A ``<loc>``'s text, its character references resolved. A reference Python cannot
+    resolve (``&#`` and thousands of digits: over its int conversion limit) leaves the
+    text as it is: a bad entry, never an exception for the crawl."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return html.unescape(text).strip()
+    except ValueError:
+        return text
 
 
 def _text_entries(body: bytes) -> Iterator[SitemapEntry]:
