@@ -178,6 +178,14 @@ def word_count(html: str) -> object:
     return _word_count(page.tree, page)
 
 
+def navigation(html: str) -> object:
+    from sitesync.plugins import ParsedPage
+    from sitesync.plugins.builtin.navigation import _candidates
+    from tests.unit.test_builtin_plugins import artifact
+
+    return list(_candidates(ParsedPage(artifact(html))))
+
+
 HTML = [
     Case("html: one long line", lambda n: "<p>" + "word " * (n // 5), links, 40_000),
     Case("html: many anchors", lambda n: '<a href="/x">' * (n // 13), links, 8_000),
@@ -190,6 +198,12 @@ HTML = [
         lambda n: "<body>" + "<span><script>a</script>" * (n // 24),
         word_count,
         5_000,
+    ),
+    Case(
+        "html: anchors deep inside a nav",
+        lambda n: "<nav>" + "<span>" * (n // 20) + '<a href="/x">' * (n // 20),
+        navigation,
+        2_000,
     ),
     Case(
         "html: nested svg styles", lambda n: "<body><svg>" + "<style>" * (n // 7), word_count, 2_000
