@@ -161,14 +161,14 @@ def test_pick_per_host_keeps_order_the_limit_and_the_cap(
 
 def test_a_success_completes_the_task() -> None:
     query, params = rules.report_query(_report(http_status=200), max_retries=3, now=50.0)
-    assert query == "mark_completed"
+    assert query == "complete_tasks"
     assert params == {"task_id": 1, "token": 99, "now": 50.0, "http_status": 200, "error": None}
 
 
 def test_a_failure_retries_later_or_gives_up() -> None:
     report = _report(ok=False, retry_delay=2.5, give_up=True)
     query, params = rules.report_query(report, max_retries=3, now=50.0)
-    assert query == "mark_failed_attempt"
+    assert query == "fail_attempts"
     assert params["retry_at"] == 52.5
     assert params["give_up"] is True and params["max_retries"] == 3
     assert params["http_status"] is None  # no HTTP response is no status, not 0

@@ -121,7 +121,8 @@ def admission_room(run: Run) -> int | None:
 
 
 def counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
-    """Parameters of the ``move_counters`` query: every counter, moved by ``moves``."""
+    """Parameters of SQLite's ``move_counters`` (the run's row): every counter, moved by
+    ``moves``."""
     params: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
     params.update(moves)
     params["run_id"] = run_id
@@ -165,7 +166,7 @@ class HostMoves:
             counters[name] += by
 
     def take(self, run_id: int, now: float) -> dict[str, Any] | None:
-        """Parameters of ``move_host_counters`` (one array per counter, hosts in order, so
+        """Parameters of PostgreSQL's ``move_counters`` (one array per counter, hosts in order, so
         that transactions lock host rows in one order), and start over; None: no move."""
         hosts = sorted(h for h, counters in self.moves.items() if any(counters.values()))
         params: dict[str, Any] | None = None
@@ -215,7 +216,7 @@ def report_query(report: TaskReport, max_retries: int, now: float) -> tuple[str,
     params: dict[str, Any] = {"task_id": lease.task_id, "token": lease.token, "now": now}
     if report.ok:
         params.update(http_status=report.http_status, error=report.error)
-        return "mark_completed", params
+        return "complete_tasks", params
     params.update(
         max_retries=max_retries,
         retry_at=now + report.retry_delay,
@@ -223,7 +224,7 @@ def report_query(report: TaskReport, max_retries: int, now: float) -> tuple[str,
         http_status=report.http_status or None,
         error=report.error or "failed",
     )
-    return "mark_failed_attempt", params
+    return "fail_attempts", params
 
 
 @dataclass(slots=True)

@@ -17,8 +17,8 @@ from sitesync.store.rules import Row
 
 def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -> dict[str, Any]:
     """A batch of reports as the arrays of ``complete_tasks`` / ``fail_attempts`` (one
-    statement each for the whole batch): what ``mark_completed`` and ``mark_failed_attempt``
-    took one report at a time. ``redirects`` as JSON text, cast to jsonb by the query."""
+    statement each for the whole batch; SQLite runs the same queries one report at a
+    time). ``redirects`` as JSON text, cast to jsonb by the query."""
     ok = all(report.ok for report in reports)
     params: dict[str, Any] = {
         "task_ids": [r.lease.task_id for r in reports],

@@ -115,7 +115,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
             if ended:
                 moves = HostMoves()
                 moves.add(host, pending=-ended, failed=ended)
-                await conn.execute(Q["move_host_counters"], moves.take(run_id, now))
+                await conn.execute(Q["move_counters"], moves.take(run_id, now))
             return ended
 
         return await self._db.transaction(work)

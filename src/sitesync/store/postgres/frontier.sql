@@ -2,7 +2,7 @@
 -- Query names match the SQLite store's wherever both backends have the query.
 -- Arrays of text go in binary (placeholders ending in b): see records.sql, "Batched writes".
 
--- name: move_host_counters
+-- name: move_counters
 -- Every counter move of one transaction, one row per host, in host order (the arrays come
 -- sorted): two transactions that move the same hosts lock their rows in the same order.
 INSERT INTO run_host_counts AS c (run_id, host, tasks_total, pending, assigned, completed,

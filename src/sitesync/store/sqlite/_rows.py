@@ -26,7 +26,7 @@ def outcome_params(report: TaskReport) -> dict[str, Any]:
 def task_rows(
     run_id: int, tasks: Sequence[NewTask], now: float
 ) -> Iterator[tuple[int, str, str, int, int, float, int | None]]:
-    """Parameters of ``insert_task`` (numbered, in its order), one per new task."""
+    """Parameters of ``insert_tasks`` (numbered, in its order), one per new task."""
     for task in tasks:
         yield (run_id, task.url, task.host, task.depth, task.priority, now, task.found_from)
 
