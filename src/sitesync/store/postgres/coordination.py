@@ -89,7 +89,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
                 params = {"run_id": run_id, "now": now, "hosts": [row["host"] for row in rows],
                           "pages": [row["pages"] for row in rows],
                           "errors": [row["errors"] for row in rows]}  # fmt: skip
-                await conn.execute(Q["add_hosts_counts"], params)
+                await conn.execute(Q["add_host_counts"], params)
                 await conn.execute(Q["touch_domains"], params)
             counted: int = sum(row["pages"] + row["errors"] for row in rows)
             if final:

@@ -81,7 +81,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
                 params = {"run_id": run_id, "host": row["host"], "now": now,
                           "pages": row["pages"], "errors": row["errors"]}  # fmt: skip
                 conn.execute(Q["add_host_counts"], params)
-                conn.execute(Q["touch_domain"], params)
+                conn.execute(Q["touch_domains"], params)
                 counted += row["pages"] + row["errors"]
             conn.execute(Q["add_outcome_counts"], {"run_id": run_id})
             conn.execute(Q["mark_counted"], {"run_id": run_id})
