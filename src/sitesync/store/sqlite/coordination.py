@@ -16,7 +16,7 @@ from sitesync.store._plain import PlainCoordination
 from sitesync.store._rows import (
     claim_from_row,
 )
-from sitesync.store.rules import claim_step, fair_share, gone_worker_params
+from sitesync.store.rules import claim_step, ended_delta, fair_share, gone_worker_params
 from sitesync.store.sqlite._db import Q, SqliteDb
 
 
@@ -99,8 +99,8 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
             params = {"run_id": run_id, "host": host, "status": status.value,
                       "outcome": status.value, "reason": reason, "now": now}  # fmt: skip
             ended: int = conn.execute(Q["end_host_tasks"], params).rowcount
-            if ended:
-                conn.execute(Q["move_ended_counters"], {**params, "ended": ended})
+            if delta := ended_delta(run_id, now, ended):
+                conn.execute(Q["move_counters"], delta)
             conn.execute(Q["mark_host_ended"], params)
             return ended
 

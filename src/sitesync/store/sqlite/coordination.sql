@@ -214,11 +214,6 @@ VALUES (:run_id, :host, :failures, :now)
 ON CONFLICT (run_id, host) DO UPDATE
    SET failures = excluded.failures, updated_at = excluded.updated_at;
 
--- name: move_ended_counters
-UPDATE runs
-   SET pending = pending - :ended, failed = failed + :ended, last_activity_at = :now
- WHERE id = :run_id;
-
 -- name: mark_host_ended
 -- The host's terminal status, unless it already had one; ended_as/ended_reason are what
 -- its tasks admitted later in the run end with.
