@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sitesync.errors import IllegalTransition
-from sitesync.frontier.transitions import RUN_TRANSITIONS
+from sitesync.frontier.transitions import RUN_TRANSITIONS, TaskEvent
 from sitesync.models import (
     AssetRecord,
     Lease,
@@ -170,9 +170,27 @@ def test_a_failure_retries_later_or_gives_up() -> None:
     query, params = rules.report_query(report, max_retries=3, now=50.0)
     assert query == "fail_attempts"
     assert params["retry_at"] == 52.5
-    assert params["give_up"] is True and params["max_retries"] == 3
+    assert params["retry"] is False  # give_up: failed at once, attempts left or not
     assert params["http_status"] is None  # no HTTP response is no status, not 0
     assert params["error"] == "failed"  # a failure always says something
+
+
+@pytest.mark.parametrize(
+    ("attempt", "give_up", "event"),
+    [
+        (1, False, TaskEvent.REPORT_RETRY),
+        (2, False, TaskEvent.REPORT_RETRY),
+        (3, False, TaskEvent.REPORT_LAST),  # max_retries attempts made
+        (4, False, TaskEvent.REPORT_LAST),
+        (1, True, TaskEvent.GIVE_UP),
+    ],
+)
+def test_a_failure_retries_while_attempts_are_left_by_the_task_table(
+    attempt: int, give_up: bool, event: TaskEvent
+) -> None:
+    report = _report(ok=False, attempt=attempt, give_up=give_up)
+    assert rules.failure_event(report, max_retries=3) is event
+    assert rules.retries(report, max_retries=3) is (event is TaskEvent.REPORT_RETRY)
 
 
 def test_a_tally_counts_each_verdict_and_what_moved() -> None:

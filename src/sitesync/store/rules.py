@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sitesync.errors import IllegalTransition
-from sitesync.frontier.transitions import run_may_become
+from sitesync.frontier.transitions import TaskEvent, next_state, run_may_become
 from sitesync.models import (
     NewTask,
     ReportVerdict,
@@ -210,7 +210,8 @@ def report_query(report: TaskReport, max_retries: int, now: float) -> tuple[str,
     adds ``outcome``, ``final_url`` and ``redirects``, which it encodes its own way).
 
     A success completes the task; a failure goes back to pending after ``retry_delay``
-    while attempts are left, else fails for good (``give_up`` fails it at once).
+    while attempts are left, else fails for good (``give_up`` fails it at once): see
+    :func:`retries`.
     """
     lease = report.lease
     params: dict[str, Any] = {"task_id": lease.task_id, "token": lease.token, "now": now}
@@ -218,13 +219,29 @@ def report_query(report: TaskReport, max_retries: int, now: float) -> tuple[str,
         params.update(http_status=report.http_status, error=report.error)
         return "complete_tasks", params
     params.update(
-        max_retries=max_retries,
+        retry=retries(report, max_retries),
         retry_at=now + report.retry_delay,
-        give_up=report.give_up,
         http_status=report.http_status or None,
         error=report.error or "failed",
     )
     return "fail_attempts", params
+
+
+def failure_event(report: TaskReport, max_retries: int) -> TaskEvent:
+    """The row of the task table an accepted failure makes: at once when it is not transient
+    (``give_up``), a retry while attempts are left, else its last attempt. The lease's
+    ``attempt_count`` is the task's: a report is applied only under its lease's token."""
+    if report.give_up:
+        return TaskEvent.GIVE_UP
+    if report.lease.attempt_count < max_retries:
+        return TaskEvent.REPORT_RETRY
+    return TaskEvent.REPORT_LAST
+
+
+def retries(report: TaskReport, max_retries: int) -> bool:
+    """Whether an accepted failure puts its task back to pending (``fail_attempts``'s
+    ``retry``), as the task table says of its :func:`failure_event`."""
+    return next_state(TaskState.ASSIGNED, failure_event(report, max_retries)) is TaskState.PENDING
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from typing import Any
 from sitesync.models import Domain, RecordVersion, Run, Schedule, SettingChange, Task, TaskReport
 from sitesync.store import _rows as shared
 from sitesync.store._records import version_from_row as version_from_data
-from sitesync.store.rules import Row
+from sitesync.store.rules import Row, retries
 
 
 def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -> dict[str, Any]:
@@ -34,9 +34,8 @@ def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -
         "now": now,
     }
     if not ok:
-        params["give_up"] = [r.give_up for r in reports]
+        params["retry"] = [retries(r, max_retries) for r in reports]
         params["retry_at"] = [now + r.retry_delay for r in reports]
-        params["max_retries"] = max_retries
     return params
 
 

@@ -102,12 +102,11 @@ UPDATE tasks
 
 -- name: fail_attempts
 -- One report at a time (PostgreSQL's takes the batch's arrays).
--- PENDING again while attempts are left, FAILED once max_retries attempts were made
--- (or at once when the failure is not transient).
+-- PENDING again when :retry, else FAILED: rules.retries decides, by the task table.
 UPDATE tasks
-   SET state = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN 'pending'
+   SET state = CASE WHEN :retry THEN 'pending'
                     ELSE 'failed' END,
-       next_eligible_at = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN :retry_at
+       next_eligible_at = CASE WHEN :retry THEN :retry_at
                                ELSE next_eligible_at END,
        http_status = :http_status,
        outcome = :outcome,
