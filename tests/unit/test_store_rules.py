@@ -27,7 +27,7 @@ from sitesync.models import (
     TaskState,
     WorkerInfo,
 )
-from sitesync.store import rules
+from sitesync.store import domain_lifecycle, rules
 
 
 def _run(status: RunStatus = RunStatus.RUNNING, **config: Any) -> Run:
@@ -299,7 +299,7 @@ def test_a_stale_run_is_requeued_or_failed() -> None:
 def test_what_counts_as_a_site_answering(
     state: str, outcome: str, status: int | None, blocked: bool, reachable: bool
 ) -> None:
-    assert rules.root_reachable(state, outcome, status, blocked) is reachable
+    assert domain_lifecycle.root_reachable(state, outcome, status, blocked) is reachable
 
 
 def _root(host: str, reachable: bool, *, active: bool = True, streak: int = 0) -> dict[str, Any]:
@@ -319,7 +319,7 @@ def test_the_stale_lifecycle_of_scanned_domains() -> None:
         _root("two.test", False),
         _root("two.test", True),  # several roots on one host: any answer counts
     ]
-    summary, updates = rules.lifecycle_changes(9, rows, 100.0)
+    summary, updates = domain_lifecycle.lifecycle_changes(9, rows, 100.0)
     assert summary.reachable == ("up.test", "two.test")
     assert summary.newly_stale == ("new.test",)
     assert summary.deactivated == ("again.test",)  # an inactive one is not deactivated again

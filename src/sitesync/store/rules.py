@@ -4,8 +4,9 @@ The backends differ in SQL, in sync/async and in how a few values are encoded (J
 SQLite, ``jsonb`` and arrays in PostgreSQL). Every *decision* of a store call lives here:
 whether a run may move, which tasks a batch leases, what a report's verdicts are and how
 the run's counters move, how many hosts a worker may claim, what becomes of a stale run,
-and the stale lifecycle of a scanned domain. ``tests/unit/test_store_rules.py`` checks
-them without a database; ``tests/contract`` checks that both backends apply them alike.
+and (in :mod:`sitesync.store.domain_lifecycle`) the stale lifecycle of a scanned domain.
+``tests/unit/test_store_rules.py`` checks them without a database; ``tests/contract``
+checks that both backends apply them alike.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from sitesync.models import (
     ReportVerdict,
     Run,
     RunStatus,
-    ScanSummary,
     TaskReport,
     TaskState,
     WorkerInfo,
@@ -32,9 +32,6 @@ from sitesync.models import (
 COUNTERS = (
     "pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched", "retries",
 )  # fmt: skip
-
-#: Outcomes that mean the site did not answer at all (SPEC H2).
-UNREACHABLE_OUTCOMES = frozenset({"unreachable", "timeout"})
 
 
 class Row(Protocol):
@@ -350,67 +347,3 @@ def recovery_step(
             "reason": f"crashed (no heartbeat for {stale_after:g}s); re-queued"
         }
     return "fail_crashed", {}
-
-
-# -- the domain registry ------------------------------------------------------------------
-
-
-def root_reachable(
-    state: str, outcome: str | None, http_status: int | None, site_blocked: bool
-) -> bool:
-    """Whether a finished root task shows its site answering.
-
-    A root that failed as ``unreachable`` or ``timeout``, or failed with no HTTP response at
-    all (robots.txt unreachable until the retries ran out), did not answer. A robots.txt
-    that answered and disallows the whole site (the run marked the host ``blocked``) is an
-    answer, and so is any HTTP status, an error page included.
-    """
-    if state != "failed":
-        return True
-    if outcome in UNREACHABLE_OUTCOMES:
-        return False
-    return http_status is not None or site_blocked
-
-
-def lifecycle_changes(
-    run_id: int, rows: Iterable[Mapping[str, Any]], now: float
-) -> tuple[ScanSummary, list[dict[str, Any]]]:
-    """The stale lifecycle (SPEC S2) for the roots a scan finished: what it did, and the
-    parameters of ``update_domain_lifecycle`` for each domain.
-
-    Reachable: stale and streak reset. First unreachable scan: stale, streak 1, still
-    active. Second consecutive (streak 2 or more): out of the active scan set.
-    """
-    seen: dict[str, tuple[bool, int, bool]] = {}  # host -> (active, streak, reachable)
-    for row in rows:
-        host = row["host"]
-        reachable = root_reachable(
-            row["state"], row["outcome"], row["http_status"], bool(row["site_blocked"])
-        )
-        if host in seen:  # several roots (seeds) on one host: any answer counts
-            reachable = reachable or seen[host][2]
-        seen[host] = (bool(row["active"]), int(row["unreachable_streak"]), reachable)
-    ok: list[str] = []
-    stale: list[str] = []
-    deactivated: list[str] = []
-    updates: list[dict[str, Any]] = []
-    for host, (active, streak, reachable) in seen.items():
-        if reachable:
-            ok.append(host)
-            streak, is_stale = 0, False
-        else:
-            streak, is_stale = streak + 1, True
-            if streak == 1:
-                stale.append(host)
-            elif active:
-                deactivated.append(host)
-            active = active and streak < 2
-        updates.append({"host": host, "active": active, "stale": is_stale, "streak": streak,
-                        "run_id": run_id, "now": now})  # fmt: skip
-    summary = ScanSummary(
-        run_id=run_id,
-        reachable=tuple(ok),
-        newly_stale=tuple(stale),
-        deactivated=tuple(deactivated),
-    )
-    return summary, updates
