@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sitesync.models import ClaimGrant, RunDiff, WorkerInfo
-from sitesync.store._plain import P, PlainCoordination, PlainRecords
+from sitesync.models import Claim, ClaimGrant, Run, RunDiff, WorkerInfo
+from sitesync.store._plain import P, PlainCoordination, PlainRecords, PlainSupervision
 from sitesync.store._records import change_from_row, one_sided_change
 from sitesync.store._rows import claim_from_row
 from sitesync.store._steps import Fetch, HoldRun, Script, Write
-from sitesync.store.rules import claim_step, fair_share, gone_worker_params
+from sitesync.store.rules import Row, claim_step, fair_share, gone_worker_params, recovery_step
 
 
 class ScriptedCoordination(PlainCoordination[P]):
@@ -47,6 +47,25 @@ class ScriptedRecords(PlainRecords[P]):
         # SQLite reads outside a transaction, as ever; PostgreSQL in one, so that the three
         # answers describe one moment.
         return await self._db.run(lambda: diff_runs(run_a, run_b), reads_only=True)
+
+
+class ScriptedSupervision(PlainSupervision[P]):
+    """The watchdog's and the operator's calls on runs and claims."""
+
+    async def start_queued_run(self, run_id: int, *, supervisor_id: str) -> Run | None:
+        read, clock = self._db.decode.run, self._db.clock
+        return await self._db.run(lambda: start_queued_run(read, clock, run_id, supervisor_id))
+
+    async def recover_stale_runs(self, *, stale_after: float, max_crash_retries: int) -> list[Run]:
+        read, clock = self._db.decode.run, self._db.clock
+        args = (stale_after, max_crash_retries)
+        return await self._db.run(lambda: recover_stale_runs(read, clock, *args))
+
+    async def release_claims_where(
+        self, *, expired_only: bool, worker_id: str | None, dry_run: bool
+    ) -> list[Claim]:
+        args = (expired_only, worker_id, dry_run)
+        return await self._db.run(lambda: release_claims_where(self._db.clock, *args))
 
 
 def claim_hosts(
@@ -104,3 +123,52 @@ def diff_runs(run_a: int, run_b: int) -> Script[RunDiff]:
         removed=tuple(one_sided_change(row, side="a") for row in removed),
         changed=tuple(change_from_row(row) for row in changed),
     )
+
+
+def start_queued_run(
+    read: Callable[[Row], Run], clock: Callable[[], float], run_id: int, supervisor_id: str
+) -> Script[Run | None]:
+    """The queued run started by this supervisor; None when it was not queued (any more)."""
+    if not (yield HoldRun(run_id)):
+        return None
+    params = {"run_id": run_id, "supervisor_id": supervisor_id, "now": clock()}
+    if (yield Write("start_queued_run", params)) != 1:
+        return None
+    [row] = yield Fetch("select_run", {"run_id": run_id})
+    return read(row)
+
+
+def recover_stale_runs(
+    read: Callable[[Row], Run], clock: Callable[[], float], stale_after: float,
+    max_crash_retries: int,
+) -> Script[list[Run]]:  # fmt: skip
+    """Each running run without a heartbeat for ``stale_after`` seconds, re-queued or failed
+    as :func:`recovery_step` says; the runs as they became."""
+    now = clock()
+    stale = yield Fetch("select_stale_running", {"stale_before": now - stale_after})
+    recovered = []
+    for row in stale:
+        if not (yield HoldRun(row["id"])):
+            continue
+        query, extra = recovery_step(
+            row, stale_after=stale_after, max_crash_retries=max_crash_retries
+        )
+        yield Write(query, {"run_id": row["id"], "now": now, **extra})
+        [run] = yield Fetch("select_run", {"run_id": row["id"]})
+        recovered.append(read(run))
+    return recovered
+
+
+def release_claims_where(
+    clock: Callable[[], float], expired_only: bool, worker_id: str | None, dry_run: bool
+) -> Script[list[Claim]]:
+    """The claims an operator asked to release (expired ones, a worker's), deleted unless
+    ``dry_run``, each fenced on its holder and expiry as read."""
+    params = {"expired_only": expired_only, "worker_id": worker_id, "now": clock()}
+    claims = [claim_from_row(row) for row in (yield Fetch("select_claims_to_release", params))]
+    if not dry_run:
+        for claim in claims:
+            yield Write("delete_claim", {"run_id": claim.run_id, "host": claim.host,
+                                         "worker_id": claim.worker_id,
+                                         "expires_at": claim.expires_at})  # fmt: skip
+    return claims
