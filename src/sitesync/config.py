@@ -533,6 +533,7 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
     """
     given = {key: value for key, value in overrides.items() if value is not None}
     remember_secrets(given.get("db"), os.environ.get("SITESYNC_DB"))
+    remember_secret(os.environ.get("PGPASSWORD"))  # libpq's password when the DSN has none
     try:
         settings = Settings(**given)
     except ValidationError as exc:
