@@ -47,7 +47,8 @@ class Settings(BaseSettings):
 
     db: str = "sitesync.db"
     """Where the store lives: a SQLite file path (the default, ``./sitesync.db``), or a
-    PostgreSQL URL (``postgresql://user@host/db``) that many machines share."""
+    PostgreSQL URL (``postgresql://user@host/db``) or libpq key/value connection string
+    (``host=h dbname=d``) that many machines share."""
 
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """What the log (standard error) shows: ``-v`` on any command is ``info``, ``-vv``
