@@ -7,13 +7,25 @@ connection, which is the path that prints errors (and, at -vv, tracebacks).
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from sitesync.redact import redact, secrets_in
-from tests.acceptance._cli import run_in_process
+from tests.acceptance._cli import KEPT, run_in_process
 
 PASSWORD = "Sup3r Secret"  # with a space: quoted and escaped forms differ
 
@@ -94,3 +106,68 @@ def test_redact_reads_passwords_as_libpq_does(text: str, hidden: str) -> None:
 def test_redact_keeps_what_follows_a_password() -> None:
     assert redact(r"host=h password=a\ b dbname=d") == "host=h password=*** dbname=d"
     assert redact("postgresql://u:p@h/db?x=1") == "postgresql://u:***@h/db?x=1"
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+@pytest.mark.parametrize("form", ["uri", "key-value"])
+def test_a_failing_dashboard_request_shows_no_password(
+    form: str, log_format: str, postgres_dsn: str, postgres_schema: str, tmp_path: Path
+) -> None:
+    """uvicorn's own lines (its access log, and the traceback of a request that fails in the
+    app) pass through sitesync's redacting handler, in the format asked for."""
+    password = f"Pw {secrets.token_hex(6)}"
+    dsn = _dsn_of(postgres_dsn, postgres_schema, password, form)
+    log = tmp_path / "dashboard.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITESYNC_") or k in KEPT}
+    with log.open("w") as out:  # the child keeps its copy
+        dashboard = subprocess.Popen(
+            [sys.executable, "-m", "sitesync", "-v", "dashboard", "--db", dsn, "--port", "0"],
+            stdout=out, stderr=subprocess.STDOUT, env={**env, "SITESYNC_LOG_FORMAT": log_format},
+        )  # fmt: skip
+    try:
+        url = _wait_for_url(log)
+        with urllib.request.urlopen(f"{url}api/runs?password={quote(password)}") as ok:
+            assert ok.status == 200
+        _drop_runs(postgres_dsn, postgres_schema)  # from now on every read fails in the app
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(f"{url}api/runs?password={quote(password)}")
+        assert failed.value.code == 500
+        body = failed.value.read().decode()
+    finally:
+        dashboard.send_signal(signal.SIGTERM)
+        dashboard.wait(timeout=30)
+    shown = log.read_text()
+    assert "Traceback" in shown and "UndefinedTable" in shown, shown  # the app's failure
+    if log_format == "json":  # uvicorn's lines are sitesync's JSON objects
+        uvicorn_lines = [json.loads(line) for line in shown.splitlines() if '"uvicorn.' in line]
+        assert {line["logger"] for line in uvicorn_lines} >= {"uvicorn.error", "uvicorn.access"}
+    for secret in (password, quote(password), password.replace(" ", "+")):
+        assert secret not in shown + body, f"{secret!r} shown by the dashboard"
+
+
+def _dsn_of(base: str, schema: str, password: str, form: str) -> str:
+    parts = urlsplit(base)
+    if form == "uri":
+        host = parts.netloc.rpartition("@")[2]
+        query = f"options=-csearch_path%3D{schema}&password={quote(password)}"
+        return urlunsplit((parts.scheme, f"postgres@{host}", parts.path, query, ""))
+    return (
+        f"host={parts.hostname} port={parts.port or 5432} user={parts.username or 'postgres'}"
+        f" dbname={parts.path.lstrip('/')} password='{password}'"
+        f" options='-csearch_path={schema}'"
+    )
+
+
+def _wait_for_url(log: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = re.search(r"http://127\.0\.0\.1:\d+/", log.read_text())
+        if found:
+            return found.group(0)
+        time.sleep(0.1)
+    raise AssertionError(f"the dashboard did not start: {log.read_text()}")
+
+
+def _drop_runs(dsn: str, schema: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop table {}.runs cascade").format(sql.Identifier(schema)))
