@@ -8,15 +8,18 @@ connection, which is the path that prints errors (and, at -vv, tracebacks).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -24,6 +27,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from sitesync import logs
 from sitesync.redact import redact, secrets_in
 from tests.acceptance._cli import KEPT, run_in_process
 
@@ -171,3 +175,34 @@ def _wait_for_url(log: Path) -> str:
 def _drop_runs(dsn: str, schema: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("drop table {}.runs cascade").format(sql.Identifier(schema)))
+
+
+def test_uncaught_exceptions_and_warnings_pass_through_redaction(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What Python would print itself (an uncaught exception in a thread, in the main thread,
+    an unraisable one, a warning) is written by sitesync's handler, redacted."""
+    for hook in ("excepthook", "unraisablehook"):
+        monkeypatch.setattr(sys, hook, getattr(sys, hook))  # restored after the test
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    logs.configure("warning", "text")
+    dsn = "host=h sslpassword='Secret thread 1'"
+
+    def fail() -> None:
+        raise RuntimeError(f"cannot reach {dsn}")
+
+    thread = threading.Thread(target=fail)
+    thread.start()
+    thread.join()
+    try:
+        fail()
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # not pytest's "error"
+        warnings.warn(f"slow store {dsn}", stacklevel=1)
+    logging.captureWarnings(False)
+    err = capsys.readouterr().err
+    assert err.count("RuntimeError: cannot reach host=h sslpassword=***") == 2, err
+    assert "slow store host=h sslpassword=***" in err
+    assert "Secret" not in err
