@@ -90,7 +90,14 @@ from sitesync.fetch.netpolicy import NetworkPolicy
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from playwright.async_api import Browser, BrowserContext, Page, Playwright, Response
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        Page,
+        Playwright,
+        ProxySettings,
+        Response,
+    )
 
 __all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher", "use_sandbox"]
 
@@ -128,14 +135,17 @@ def use_sandbox(euid: int | None = None) -> bool:
     return False
 
 
-def _network_args(proxy_url: str) -> tuple[str, ...]:
+#: No UDP around the guard proxy (WebRTC).
+_NETWORK_ARGS = ("--force-webrtc-ip-handling-policy=disable_non_proxied_udp",)
+
+
+def _proxy_settings(proxy: GuardProxy, proxy_url: str) -> ProxySettings:
     """Every request through the guard proxy, loopback included (Chromium bypasses proxies
-    for loopback unless told ``<-loopback>``), and no UDP around it (WebRTC)."""
-    return (
-        f"--proxy-server={proxy_url}",
-        "--proxy-bypass-list=<-loopback>",
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-    )
+    for loopback unless told ``<-loopback>``), with the proxy's own credential: Playwright
+    answers the proxy's 407 challenge with it, and no other process knows it."""
+    username, password = proxy.credentials
+    return {"server": proxy_url, "bypass": "<-loopback>", "username": username,
+            "password": password}  # fmt: skip
 
 
 _MISSING_EXTRA = "the browser fetcher needs the 'browser' extra: pip install 'sitesync[browser]'"
@@ -229,11 +239,12 @@ class BrowserFetcher:
     async def _launch(self) -> Browser:
         assert self._playwright is not None
         try:
-            args = [*self._args, *_network_args(self._proxy_url)]
+            assert self._proxy is not None
             self._browser = await self._playwright.chromium.launch(
                 executable_path=self.executable_path,
                 headless=True,
-                args=args,
+                args=[*self._args, *_NETWORK_ARGS],
+                proxy=_proxy_settings(self._proxy, self._proxy_url),
                 chromium_sandbox=use_sandbox(),
             )
         except self._api.Error as exc:

@@ -12,6 +12,13 @@ forwards that one request with ``Connection: close`` and relays the answer, so a
 never carries a second request to another host. ``https://`` (and ``wss://``) arrive as
 ``CONNECT host:port``: the proxy opens a tunnel and relays bytes (TLS stays end to end).
 
+Only its own browser may use it: each proxy makes a random credential of its own
+(:attr:`GuardProxy.credentials`, given to Playwright's proxy settings, which answers the
+proxy's challenge), and a request without it is answered ``407 Proxy Authentication
+Required`` and goes nowhere. Another process on the machine could otherwise relay through it
+to public addresses, or to the networks the run opened. The credential is compared in
+constant time and never logged.
+
 A refused request gets no answer (plain HTTP: the connection is closed, which Chromium
 reports as ``ERR_EMPTY_RESPONSE``; CONNECT: ``403``, ``ERR_TUNNEL_CONNECTION_FAILED``) and
 its ``host:port`` is remembered with the reason, so the fetcher can report the document's
@@ -23,8 +30,11 @@ is answered the same way and remembered with Chromium's name for the error
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import errno
+import hmac
+import secrets
 import socket
 import time
 from collections import OrderedDict
@@ -36,6 +46,11 @@ from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, parse_addr
 _HEAD_LIMIT = 64 * 1024  # request line and headers; Chromium's are a few KB
 _HEAD_TIMEOUT = 30.0
 _REMEMBERED = 10_000  # refused host:port pairs kept for the fetcher to look up
+_CHALLENGE = (
+    b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+    b'Proxy-Authenticate: Basic realm="sitesync guard proxy"\r\n'
+    b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+)
 _HOP_HEADERS = frozenset(
     {b"connection", b"proxy-connection", b"proxy-authorization", b"keep-alive"}
 )
@@ -61,6 +76,10 @@ class GuardProxy:
         self._server: asyncio.Server | None = None
         self._problems: OrderedDict[str, tuple[float, bool, str]] = OrderedDict()
         self._connections: set[asyncio.Task[None]] = set()
+        #: (username, password) its browser presents; random, for this proxy alone.
+        self.credentials = (f"sitesync-{secrets.token_hex(4)}", secrets.token_urlsafe(24))
+        token = base64.b64encode(":".join(self.credentials).encode()).decode()
+        self._expected = f"Basic {token}".encode()
 
     async def start(self) -> str:
         """Listen on a free loopback port; the proxy URL to give Chromium."""
@@ -103,6 +122,10 @@ class GuardProxy:
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _HEAD_TIMEOUT)
         line, _, headers = head.partition(b"\r\n")
+        if not self._authorized(headers):
+            writer.write(_CHALLENGE)
+            await writer.drain()
+            return
         method, target, version = line.decode("latin-1").split(" ", 2)
         tunnel = method.upper() == "CONNECT"
         host, port, path = _destination(target, tunnel)
@@ -128,6 +151,20 @@ class GuardProxy:
                 await _answer(reader, upstream_reader, writer)
         finally:
             upstream_writer.close()
+
+    @property
+    def authorization(self) -> str:
+        """The ``Proxy-Authorization`` value its browser sends (for a client of its own)."""
+        return self._expected.decode()
+
+    def _authorized(self, headers: bytes) -> bool:
+        """Whether the request carries this proxy's credential (compared in constant time)."""
+        given = b""
+        for line in headers.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"proxy-authorization":
+                given = value.strip()
+        return hmac.compare_digest(given, self._expected)
 
     async def _connect(
         self, host: str, port: int
