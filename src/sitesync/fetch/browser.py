@@ -60,6 +60,8 @@ import contextlib
 import logging
 import os
 import time
+from collections import Counter
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 import yarl
@@ -72,6 +74,7 @@ from sitesync.fetch.base import (
     FollowPolicy,
     parse_retry_after,
 )
+from sitesync.fetch.browser_gate import SubresourceGate, admit_through, loading
 from sitesync.fetch.browser_navigation import Navigation, normalized
 from sitesync.fetch.browser_results import (
     classify,
@@ -203,6 +206,8 @@ class BrowserFetcher:
         self.network = network or NetworkPolicy()
         self._proxy: GuardProxy | None = None
         self._proxy_url = ""
+        self._gate: SubresourceGate | None = None
+        self._documents: Counter[str] = Counter()  # hosts of the pages being fetched
         self._args = (*CHROMIUM_ARGS, *extra_args)
         self._pages = asyncio.Semaphore(max_pages)
         self._launching = asyncio.Lock()
@@ -215,7 +220,9 @@ class BrowserFetcher:
             raise FetchError(_no_chromium(self.executable_path))
         self._playwright = await self._api.async_playwright().start()
         try:
-            self._proxy = GuardProxy(self.network, connect_timeout=self.limits.connect_timeout)
+            self._proxy = GuardProxy(
+                self.network, connect_timeout=self.limits.connect_timeout, admit=self._admit
+            )
             self._proxy_url = await self._proxy.start()
             await self._launch()
         except BaseException:
@@ -262,10 +269,24 @@ class BrowserFetcher:
                 return await self._launch()
             return self._browser
 
+    def bind_gate(self, gate: SubresourceGate) -> None:
+        """Send the pages' other requests through the crawl's gate (robots.txt, the host's
+        pace): see :func:`sitesync.fetch.browser_gate.admit_through`."""
+        self._gate = gate
+
+    def _admit(self, url: str, path_known: bool) -> AbstractAsyncContextManager[str | None]:
+        return admit_through(self._gate, self._documents, url, path_known)
+
     async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
+        with loading(self._documents, url):
+            return await self._fetch_page(url, may_follow, started)
+
+    async def _fetch_page(
+        self, url: str, may_follow: FollowPolicy | None, started: float
+    ) -> FetchResult:
         async with self._pages:
             browser = await self._ready_browser()
             context: BrowserContext | None = None

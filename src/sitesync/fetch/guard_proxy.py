@@ -38,6 +38,8 @@ import secrets
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from urllib.parse import urlsplit
 
 from sitesync.fetch.lookups import NameLookups
@@ -46,6 +48,10 @@ from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, parse_addr
 _HEAD_LIMIT = 64 * 1024  # request line and headers; Chromium's are a few KB
 _HEAD_TIMEOUT = 30.0
 _REMEMBERED = 10_000  # refused host:port pairs kept for the fetcher to look up
+#: The crawl's gate for a request: (URL, whether its path is known) -> a block that yields
+#: None while the request may go (its host's slot held), or why it may not go.
+Admit = Callable[[str, bool], AbstractAsyncContextManager[str | None]]
+
 _CHALLENGE = (
     b"HTTP/1.1 407 Proxy Authentication Required\r\n"
     b'Proxy-Authenticate: Basic realm="sitesync guard proxy"\r\n'
@@ -66,8 +72,10 @@ class GuardProxy:
         *,
         connect_timeout: float = 10.0,
         lookups: NameLookups | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self.policy = policy
+        self._admit = admit
         self.connect_timeout = connect_timeout
         # Bounded by connect_timeout, on threads of their own (fetch/lookups.py); its own
         # are let go at close.
@@ -129,6 +137,28 @@ class GuardProxy:
         method, target, version = line.decode("latin-1").split(" ", 2)
         tunnel = method.upper() == "CONNECT"
         host, port, path = _destination(target, tunnel)
+        if self._admit is None:
+            await self._forward(reader, writer, (method, path, version, headers), host, port)
+            return
+        authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        url = f"https://{authority}/" if tunnel else target
+        async with self._admit(url, not tunnel) as refusal:
+            if refusal is not None:  # a subresource the crawl may not ask for: it fails to load
+                await _no_answer(writer, tunnel, b"403 Forbidden")
+                return
+            await self._forward(reader, writer, (method, path, version, headers), host, port)
+
+    async def _forward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        head: tuple[str, str, str, bytes],
+        host: str,
+        port: int,
+    ) -> None:
+        """Connect to a checked address of ``host`` and relay the request (or the tunnel)."""
+        method, path, version, headers = head
+        tunnel = method.upper() == "CONNECT"
         try:
             upstream_reader, upstream_writer = await self._connect(host, port)
         except ForbiddenAddress as refused:
