@@ -185,6 +185,7 @@ def test_uncaught_exceptions_and_warnings_pass_through_redaction(
     for hook in ("excepthook", "unraisablehook"):
         monkeypatch.setattr(sys, hook, getattr(sys, hook))  # restored after the test
     monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    logging.captureWarnings(False)  # another test's configure may have taken them first
     logs.configure("warning", "text")
     dsn = "host=h sslpassword='Secret thread 1'"
 

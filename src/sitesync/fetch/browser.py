@@ -40,7 +40,8 @@ document request's ``redirected_from`` chain, oldest hop first.
 Navigations the page starts itself (JavaScript ``location`` changes, meta refresh) are aborted:
 a fetch returns the one document its URL led to, as the HTTP fetcher does, and the links in it
 are what the crawl follows. Subresources (scripts, styles, images, XHR) and frames load from
-wherever the page says, as in any browser: that is what rendering it means.
+wherever the page says, as in any browser, through the crawl's gate
+(:mod:`sitesync.fetch.browser_gate`: robots.txt and each host's pace).
 
 The network policy: Chromium sends every request (documents, redirect hops, subresources,
 frames, workers, WebSockets) through a guard proxy of the fetcher's own
@@ -67,6 +68,7 @@ from typing import TYPE_CHECKING
 import yarl
 
 from sitesync.errors import ConfigError, FetchError
+from sitesync.fetch import browser_gate as gates
 from sitesync.fetch.base import (
     FetchLimits,
     FetchOutcome,
@@ -74,7 +76,6 @@ from sitesync.fetch.base import (
     FollowPolicy,
     parse_retry_after,
 )
-from sitesync.fetch.browser_gate import SubresourceGate, admit_through, loading
 from sitesync.fetch.browser_navigation import Navigation, normalized
 from sitesync.fetch.browser_results import (
     classify,
@@ -93,14 +94,7 @@ from sitesync.fetch.netpolicy import NetworkPolicy
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from playwright.async_api import (
-        Browser,
-        BrowserContext,
-        Page,
-        Playwright,
-        ProxySettings,
-        Response,
-    )
+    from playwright.async_api import Browser, BrowserContext, Page, Playwright, Response
 
 __all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher", "use_sandbox"]
 
@@ -136,19 +130,6 @@ def use_sandbox(euid: int | None = None) -> bool:
         return True
     log.warning(_ROOT_WARNING)
     return False
-
-
-#: No UDP around the guard proxy (WebRTC).
-_NETWORK_ARGS = ("--force-webrtc-ip-handling-policy=disable_non_proxied_udp",)
-
-
-def _proxy_settings(proxy: GuardProxy, proxy_url: str) -> ProxySettings:
-    """Every request through the guard proxy, loopback included (Chromium bypasses proxies
-    for loopback unless told ``<-loopback>``), with the proxy's own credential: Playwright
-    answers the proxy's 407 challenge with it, and no other process knows it."""
-    username, password = proxy.credentials
-    return {"server": proxy_url, "bypass": "<-loopback>", "username": username,
-            "password": password}  # fmt: skip
 
 
 _MISSING_EXTRA = "the browser fetcher needs the 'browser' extra: pip install 'sitesync[browser]'"
@@ -206,7 +187,7 @@ class BrowserFetcher:
         self.network = network or NetworkPolicy()
         self._proxy: GuardProxy | None = None
         self._proxy_url = ""
-        self._gate: SubresourceGate | None = None
+        self._gate: gates.SubresourceGate | None = None
         self._documents: Counter[str] = Counter()  # hosts of the pages being fetched
         self._args = (*CHROMIUM_ARGS, *extra_args)
         self._pages = asyncio.Semaphore(max_pages)
@@ -250,8 +231,8 @@ class BrowserFetcher:
             self._browser = await self._playwright.chromium.launch(
                 executable_path=self.executable_path,
                 headless=True,
-                args=[*self._args, *_NETWORK_ARGS],
-                proxy=_proxy_settings(self._proxy, self._proxy_url),
+                args=[*self._args, *gates.NETWORK_ARGS],
+                proxy=gates.proxy_settings(self._proxy, self._proxy_url),
                 chromium_sandbox=use_sandbox(),
             )
         except self._api.Error as exc:
@@ -269,19 +250,19 @@ class BrowserFetcher:
                 return await self._launch()
             return self._browser
 
-    def bind_gate(self, gate: SubresourceGate) -> None:
+    def bind_gate(self, gate: gates.SubresourceGate) -> None:
         """Send the pages' other requests through the crawl's gate (robots.txt, the host's
         pace): see :func:`sitesync.fetch.browser_gate.admit_through`."""
         self._gate = gate
 
     def _admit(self, url: str, path_known: bool) -> AbstractAsyncContextManager[str | None]:
-        return admit_through(self._gate, self._documents, url, path_known)
+        return gates.admit_through(self._gate, self._documents, url, path_known)
 
     async def fetch(self, url: str, *, may_follow: FollowPolicy | None = None) -> FetchResult:
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
-        with loading(self._documents, url):
+        with gates.loading(self._documents, url):
             return await self._fetch_page(url, may_follow, started)
 
     async def _fetch_page(

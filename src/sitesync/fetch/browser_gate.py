@@ -23,12 +23,30 @@ import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
+from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.urls import resolve_link, url_host
+
+if TYPE_CHECKING:
+    from playwright.async_api import ProxySettings
 
 #: The crawl's gate: (URL, check robots.txt?) -> a block yielding None while the request
 #: may go, or why it may not (``PoliteClient.admit``).
 SubresourceGate = Callable[..., AbstractAsyncContextManager[str | None]]
+
+
+#: No UDP around the guard proxy (WebRTC).
+NETWORK_ARGS = ("--force-webrtc-ip-handling-policy=disable_non_proxied_udp",)
+
+
+def proxy_settings(proxy: GuardProxy, proxy_url: str) -> ProxySettings:
+    """Every request through the guard proxy, loopback included (Chromium bypasses proxies
+    for loopback unless told ``<-loopback>``), with the proxy's own credential: Playwright
+    answers the proxy's 407 challenge with it, and no other process knows it."""
+    username, password = proxy.credentials
+    return {"server": proxy_url, "bypass": "<-loopback>", "username": username,
+            "password": password}  # fmt: skip
 
 
 @contextlib.contextmanager
