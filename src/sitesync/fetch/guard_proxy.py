@@ -146,6 +146,8 @@ class GuardProxy:
             if refusal is not None:  # a subresource the crawl may not ask for: it fails to load
                 await _no_answer(writer, tunnel, b"403 Forbidden")
                 return
+            if reader.at_eof():  # the page ended while this waited for its host's turn
+                return
             await self._forward(reader, writer, (method, path, version, headers), host, port)
 
     async def _forward(
