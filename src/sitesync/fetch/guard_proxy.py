@@ -19,6 +19,10 @@ Required`` and goes nowhere. Another process on the machine could otherwise rela
 to public addresses, or to the networks the run opened. The credential is compared in
 constant time and never logged.
 
+Given the crawl's gate (``admit``, see :mod:`sitesync.fetch.browser_gate`), it asks before
+connecting: a request waits for its host's turn and holds its slot while relayed; one the
+gate refuses (robots.txt, another worker's host) gets no answer and goes nowhere.
+
 A refused request gets no answer (plain HTTP: the connection is closed, which Chromium
 reports as ``ERR_EMPTY_RESPONSE``; CONNECT: ``403``, ``ERR_TUNNEL_CONNECTION_FAILED``) and
 its ``host:port`` is remembered with the reason, so the fetcher can report the document's
