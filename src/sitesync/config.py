@@ -47,7 +47,8 @@ class Settings(BaseSettings):
 
     db: str = "sitesync.db"
     """Where the store lives: a SQLite file path (the default, ``./sitesync.db``), or a
-    PostgreSQL URL (``postgresql://user@host/db``) that many machines share."""
+    PostgreSQL URL (``postgresql://user@host/db``) or libpq key/value connection string
+    (``host=h dbname=d``) that many machines share."""
 
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """What the log (standard error) shows: ``-v`` on any command is ``info``, ``-vv``
@@ -541,6 +542,7 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
     """
     given = {key: value for key, value in overrides.items() if value is not None}
     remember_secrets(given.get("db"), os.environ.get("SITESYNC_DB"))
+    remember_secret(os.environ.get("PGPASSWORD"))  # libpq's password when the DSN has none
     try:
         settings = Settings(**given)
     except ValidationError as exc:

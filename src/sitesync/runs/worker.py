@@ -100,6 +100,10 @@ class CrawlWorker:
         # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
         # this: the same limiter, robots.txt and claims as the pages.
         self.polite_client = self._polite_client()
+        # The browser's subresources too, at its guard proxy (fetch/browser_gate.py).
+        bind_gate = getattr(fetcher, "bind_gate", None)
+        if bind_gate is not None:
+            bind_gate(self.polite_client.admit)
         self._attempts = self._page_attempts(plugins)
         self._feeder, self._reporter = self._lease_flow()
         self._upkeep = Upkeep(
