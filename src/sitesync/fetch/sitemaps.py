@@ -55,6 +55,8 @@ def parse_sitemap(body: bytes, *, max_bytes: int, max_urls: int = 50_000) -> Sit
 
 
 Fetch = Callable[[str], Awaitable[FetchResult]]
+#: How a body is parsed: :func:`parse_sitemap` off the event loop (sitesync.offloop).
+Parse = Callable[[bytes], Awaitable[Sitemap]]
 
 
 async def collect_sitemap_urls(
@@ -64,6 +66,7 @@ async def collect_sitemap_urls(
     max_bytes: int,
     max_sitemaps: int = 50,
     max_urls: int = 100_000,
+    parse: Parse | None = None,
 ) -> tuple[list[str], list[str]]:
     """Walk sitemaps breadth first from ``roots``; return (page URLs, problems)."""
     queue = list(dict.fromkeys(roots))
@@ -80,7 +83,10 @@ async def collect_sitemap_urls(
                 problems.append(f"{sitemap_url}: {result.error or result.outcome.value}")
             continue
         try:
-            parsed = parse_sitemap(result.body, max_bytes=max_bytes, max_urls=max_urls)
+            if parse is not None:
+                parsed = await parse(result.body)
+            else:
+                parsed = parse_sitemap(result.body, max_bytes=max_bytes, max_urls=max_urls)
         except (SitemapTooLarge, zlib.error) as exc:
             problems.append(f"{sitemap_url}: {exc}")
             continue

@@ -21,6 +21,7 @@ from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.html import PageLinks, count_anchors, extract_links
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
+from sitesync.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.runs.hops import HopFetcher
@@ -37,8 +38,11 @@ DEFER_AFTER_SECONDS = 1.0
 class ArtifactProcessor(Protocol):
     """The plugin pipeline, as a page attempt sees it."""
 
-    async def process(self, artifact: CrawlArtifact, *, tree: Any = None) -> ProcessedArtifact:
-        """``tree``: the page as the link extraction parsed it, so it is parsed only once."""
+    async def process(
+        self, artifact: CrawlArtifact, *, tree: Any = None, budget: PageBudget | None = None
+    ) -> ProcessedArtifact:
+        """``tree``: the page as the link extraction parsed it, so it is parsed only once;
+        ``budget``: where the synchronous built-ins run (off the loop for a large page)."""
         ...
 
 
@@ -83,8 +87,11 @@ class PageAttempts:
         sitemaps: SitemapReader | None = None,
         follow_offsite_seed_redirects: bool = False,
         worker_id: str | None = None,
+        work: PageWork | None = None,
     ) -> None:
         self.worker_id = worker_id
+        # Where each page's CPU work runs, and its budget (sitesync.offloop).
+        self.work = work or PageWork(budget=float("inf"))
         self.store = store
         self.halted = halted
         self.claims = claims
@@ -113,7 +120,7 @@ class PageAttempts:
         started = self.store.now()
         try:
             outcome = await self._attempt(lease)
-        except Halted:
+        except (Halted, Abandoned):
             # Paused (or stopped) while this lease waited for its host's turn: it goes
             # back untried, and no request starts after the pause.
             return Deferral(lease, self.store.now())
@@ -176,19 +183,61 @@ class PageAttempts:
 
     async def _answered(self, lease: Lease, result: FetchResult) -> TaskReport:
         """The report of a fetch that got this far: links, sitemaps, plugins."""
-        # Decoded once, for the link extraction and the plugins alike.
-        wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
-        text = self._html_text(result) if wanted else None
-        report, links = self._report(lease, result, text)
-        if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
-            report = self.hops.hand_over_target(lease, result, report)
-        if lease.depth == 0 and report.ok and self.sitemaps is not None:
-            report = await self._add_sitemap_urls(lease, report)
+        budget = self.work.for_page(len(result.body))
+        try:
+            text, links, discovered = await budget.run(self._read, lease, result)
+            report = self._report(lease, result, text, discovered)
+            if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
+                report = self.hops.hand_over_target(lease, result, report)
+            if lease.depth == 0 and report.ok and self.sitemaps is not None:
+                report = await self._add_sitemap_urls(lease, report)
+        except ParseTimeout as exc:
+            return await self._parse_timed_out(lease, result, exc)
         if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
         if self.plugins is not None and (report.ok or lease.depth == 0):
-            report = await self._run_plugins(lease, result, report, links, text)
+            try:
+                report = await self._run_plugins(lease, result, report, links, text, budget)
+            except ParseTimeout as exc:
+                return await self._parse_timed_out(lease, result, exc)
+        return report
+
+    def _read(
+        self, lease: Lease, result: FetchResult
+    ) -> tuple[str | None, list[str], tuple[NewTask, ...]]:
+        """The page's text, its links (normalized) and those in scope: the CPU work of a
+        page, off the loop when the page is large."""
+        # Decoded once, for the link extraction and the plugins alike.
+        wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
+        text = self._html_text(result) if wanted else None
+        if result.outcome is not FetchOutcome.SUCCESS or text is None:
+            return text, [], ()
+        if result.retryable or result.status == 0:
+            return text, [], ()
+        links = self._links(text, result)
+        found = self.frontier.candidates(links, depth=lease.depth + 1, found_from=lease.task_id)
+        return text, links, tuple(found)
+
+    async def _parse_timed_out(
+        self, lease: Lease, result: FetchResult, exc: ParseTimeout
+    ) -> TaskReport:
+        """A page whose processing ran past its budget: fetched, not read (no links, no
+        records); the plugins see its outcome, so a root's navigation sample says why."""
+        log.warning("%s: %s", safe_text(lease.url), exc)
+        timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
+        report = TaskReport(
+            lease=lease,
+            ok=True,
+            http_status=result.status,
+            outcome=FetchOutcome.PARSE_TIMEOUT,
+            final_url=result.final_url if result.final_url != lease.url else None,
+            redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
+            bytes_fetched=len(result.body),
+            error=f"{FetchOutcome.PARSE_TIMEOUT.value}: {exc}",
+        )
+        if self.plugins is not None and lease.depth == 0:
+            report = await self._run_plugins(lease, timed_out, report, [])
         return report
 
     def _html_text(self, result: FetchResult) -> str | None:
@@ -227,6 +276,7 @@ class PageAttempts:
         report: TaskReport,
         links: list[str],
         text: str | None = None,
+        budget: PageBudget | None = None,
     ) -> TaskReport:
         """Plugins see every answered fetch; what they make is committed with the report."""
         assert self.plugins is not None
@@ -249,7 +299,8 @@ class PageAttempts:
             links=tuple(links),
             links_truncated=getattr(links, "truncated", 0),
         )
-        produced = await self.plugins.process(artifact, tree=getattr(links, "tree", None))
+        tree = getattr(links, "tree", None)
+        produced = await self.plugins.process(artifact, tree=tree, budget=budget)
         discovered = report.discovered
         room = len(produced.links) if self.max_links is None else self.max_links - len(links)
         if produced.links and room > 0:
@@ -310,13 +361,18 @@ class PageAttempts:
         urls = await self.sitemaps.page_urls(lease.url)
         if not urls:
             return report
-        found = self.frontier.candidates(urls, depth=lease.depth + 1)
+        # Up to 100,000 URLs to scope: off the loop, like a large page's links.
+        budget = self.work.for_page(len(urls) * 16)
+        found = await budget.run(
+            functools.partial(self.frontier.candidates, urls, depth=lease.depth + 1)
+        )
         return replace(report, discovered=(*report.discovered, *found))
 
     def _report(
-        self, lease: Lease, result: FetchResult, text: str | None
-    ) -> tuple[TaskReport, list[str]]:
-        """The report of a fetch, and the links found in it (normalized, before scoping)."""
+        self, lease: Lease, result: FetchResult, text: str | None, discovered: tuple[NewTask, ...]
+    ) -> TaskReport:
+        """The report of a fetch whose page was read (its ``text``, and the links in it in
+        scope: see :meth:`_read`)."""
         # Built in one go on the common path (a page a report, and a report a few fields).
         base = functools.partial(
             TaskReport,
@@ -327,20 +383,13 @@ class PageAttempts:
             redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
         )
         if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
-            return base(ok=True), []
+            return base(ok=True)
         if result.retryable:
             delay = self.waits.backoff(lease, result.retry_after)
-            return base(ok=False, error=describe(result), retry_delay=delay), []
+            return base(ok=False, error=describe(result), retry_delay=delay)
         if result.status == 0:
             # No response and nothing transient about it (redirect loop, bad URL, ...).
-            return base(ok=False, error=describe(result), give_up=True), []
-        discovered: tuple[NewTask, ...] = ()
-        links: list[str] = []
-        if result.outcome is FetchOutcome.SUCCESS and text is not None:
-            links = self._links(text, result)
-            discovered = tuple(
-                self.frontier.candidates(links, depth=lease.depth + 1, found_from=lease.task_id)
-            )
+            return base(ok=False, error=describe(result), give_up=True)
         outcome = result.outcome
         error = None if outcome is FetchOutcome.SUCCESS else describe(result)
         if outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
@@ -349,14 +398,13 @@ class PageAttempts:
             charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
             outcome = FetchOutcome.UNDECODABLE
             error = f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}"
-        report = base(
+        return base(
             ok=True,
             outcome=outcome,
             bytes_fetched=len(result.body),
             discovered=discovered,
             error=error,
         )
-        return report, links
 
     def _links(self, text: str, result: FetchResult) -> PageLinks:
         links = extract_links(text, result.final_url or result.url, limit=self.max_links)
