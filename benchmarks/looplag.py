@@ -38,19 +38,21 @@ MB = 1024 * 1024
 
 
 def bad_pages(nested_kb: int, attrs_kb: int) -> dict[str, bytes]:
-    links = "".join(f'<p><a href="http://127.0.0.250/x/{i}.html">link {i}</a></p>' for i in range(60_000))
+    links = "".join(
+        f'<p><a href="http://127.0.0.250/x/{i}.html">link {i}</a></p>' for i in range(60_000)
+    )
     big = f"<html><body>{links}</body></html>".encode()
     big = big + b" " * max(0, 4 * MB - len(big))
     tail = big + b'<a href="http://127.0.0.250/">t</a>' * ((5 * MB) // 35)
     nested = b"<html><body>" + b"<div>" * (nested_kb * 1024 // 5)
-    attrs = b"<html><body><a " + b" ".join(
-        b"x%d=1" % i for i in range(attrs_kb * 1024 // 8)
-    ) + b">"
+    attrs = b"<html><body><a " + b" ".join(b"x%d=1" % i for i in range(attrs_kb * 1024 // 8)) + b">"
     return {"/big.html": big, "/tail.html": tail, "/nested.html": nested, "/attrs.html": attrs}
 
 
 def sitemap_body() -> bytes:
-    entries = b"".join(b"<url><loc>http://127.0.0.250/s/%d.html</loc></url>" % i for i in range(50_000))
+    entries = b"".join(
+        b"<url><loc>http://127.0.0.250/s/%d.html</loc></url>" % i for i in range(50_000)
+    )
     body = b"<urlset>" + entries
     return body + b" " * (10 * MB - 20 - len(body)) + b"</urlset>"
 
