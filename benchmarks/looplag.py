@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -115,7 +116,7 @@ async def measure(args: argparse.Namespace, healthy: LoopbackSite, bad: Loopback
             await store.close()
     seconds = time.monotonic() - started
     times = sorted(r.started for r in healthy.requests)
-    gap = max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
+    gap = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
     print(f"run {final.status.value} in {seconds:.1f} s; healthy host: {len(times)} requests")
     print(f"longest loop stall: {probe.worst * 1000:.0f} ms; stalls over 100 ms: "
           f"{len(probe.stalls)} (total {sum(probe.stalls):.1f} s)")  # fmt: skip

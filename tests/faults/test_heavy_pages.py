@@ -13,6 +13,7 @@ while it is busy on such a page.
 
 from __future__ import annotations
 
+import itertools
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -88,7 +89,7 @@ SETTINGS = {
 
 def largest_gap(site: LoopbackSite) -> float:
     times = sorted(request.started for request in site.requests)
-    return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
+    return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
 
 @pytest.mark.timeout(240)
