@@ -13,18 +13,18 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
-from sitesync.fetch.decode import Undecodable, declared_charset, decode_html_checked
+from sitesync.fetch.decode import Undecodable, declared_charset
 from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.html import PageLinks, count_anchors, extract_links
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
 from sitesync.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.runs.hops import HopFetcher
+from sitesync.runs.pageread import PageReader, parse_timeout_report
 from sitesync.runs.retrywait import RetryWaits
 from sitesync.runs.seeding import SitemapReader
 from sitesync.store.base import Store
@@ -104,7 +104,11 @@ class PageAttempts:
         self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
-        self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
+        # What a page's CPU work is (decode, links, scoping), wherever it runs.
+        self.reader = PageReader(
+            frontier=frontier, max_links=max_links, max_parse_bytes=max_parse_bytes,
+            decode_all=plugins is not None,
+        )  # fmt: skip
         self.dead_hosts = dead_hosts
         self.sitemaps = sitemaps
         #: Tasks a request has started for (a turn taken past the pause check), until the
@@ -185,7 +189,7 @@ class PageAttempts:
         """The report of a fetch that got this far: links, sitemaps, plugins."""
         budget = self.work.for_page(len(result.body))
         try:
-            text, links, discovered = await budget.run(self._read, lease, result)
+            text, links, discovered = await budget.run(self.reader.read, lease, result)
             report = self._report(lease, result, text, discovered)
             if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
                 report = self.hops.hand_over_target(lease, result, report)
@@ -203,63 +207,17 @@ class PageAttempts:
                 return await self._parse_timed_out(lease, result, exc)
         return report
 
-    def _read(
-        self, lease: Lease, result: FetchResult
-    ) -> tuple[str | None, list[str], tuple[NewTask, ...]]:
-        """The page's text, its links (normalized) and those in scope: the CPU work of a
-        page, off the loop when the page is large."""
-        # Decoded once, for the link extraction and the plugins alike.
-        wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
-        text = self._html_text(result) if wanted else None
-        if result.outcome is not FetchOutcome.SUCCESS or text is None:
-            return text, [], ()
-        if result.retryable or result.status == 0:
-            return text, [], ()
-        links = self._links(text, result)
-        found = self.frontier.candidates(links, depth=lease.depth + 1, found_from=lease.task_id)
-        return text, links, tuple(found)
-
     async def _parse_timed_out(
         self, lease: Lease, result: FetchResult, exc: ParseTimeout
     ) -> TaskReport:
         """A page whose processing ran past its budget: fetched, not read (no links, no
         records); the plugins see its outcome, so a root's navigation sample says why."""
         log.warning("%s: %s", safe_text(lease.url), exc)
-        timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
-        report = TaskReport(
-            lease=lease,
-            ok=True,
-            http_status=result.status,
-            outcome=FetchOutcome.PARSE_TIMEOUT,
-            final_url=result.final_url if result.final_url != lease.url else None,
-            redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
-            bytes_fetched=len(result.body),
-            error=f"{FetchOutcome.PARSE_TIMEOUT.value}: {exc}",
-        )
+        report = parse_timeout_report(lease, result, exc)
         if self.plugins is not None and lease.depth == 0:
+            timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
             report = await self._run_plugins(lease, timed_out, report, [])
         return report
-
-    def _html_text(self, result: FetchResult) -> str | None:
-        """The HTML body as text, up to ``max_parse_bytes``: what is parsed is bounded,
-        however large a body the fetch was allowed."""
-        if not (result.is_html and result.body):
-            return None
-        body = result.body
-        cut = self._parse_cut(body)
-        if cut is not None:
-            body = body[:cut]
-        text, clean = decode_html_checked(body, result.headers.get("content-type", ""))
-        return text if clean else Undecodable(text)
-
-    def _parse_cut(self, body: bytes) -> int | None:
-        """Where the parsed part of ``body`` ends (at a ``<``, so that no tag is cut in two
-        and the rest can be counted exactly), or None when all of it is parsed."""
-        limit = self.max_parse_bytes
-        if limit is None or len(body) <= limit:
-            return None
-        cut = body.rfind(b"<", 0, limit + 1)
-        return cut if cut > 0 else limit
 
     async def _root_plugins(
         self, lease: Lease, result: FetchResult | None, report: TaskReport
@@ -405,14 +363,6 @@ class PageAttempts:
             discovered=discovered,
             error=error,
         )
-
-    def _links(self, text: str, result: FetchResult) -> PageLinks:
-        links = extract_links(text, result.final_url or result.url, limit=self.max_links)
-        cut = self._parse_cut(result.body)
-        if cut is not None:
-            # Not parsed, but counted: the links record says how many were left out.
-            links.truncated += count_anchors(memoryview(result.body)[cut:])
-        return links
 
 
 def describe(result: FetchResult) -> str:
