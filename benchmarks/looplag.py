@@ -32,7 +32,7 @@ from aiohttp import web
 from sitesync.config import load_settings
 from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
-from sitesync.store.sqlite.store import SqliteStore
+from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
 
 MB = 1024 * 1024
@@ -98,11 +98,11 @@ def serve_bad(site: LoopbackSite, pages: dict[str, bytes], sitemap: bytes) -> No
 async def measure(args: argparse.Namespace, healthy: LoopbackSite, bad: LoopbackSite) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
-            db=str(Path(tmp) / "lag.db"), concurrency=8, per_host_concurrency=1,
+            db=args.db or str(Path(tmp) / "lag.db"), concurrency=8, per_host_concurrency=1,
             delay=args.delay, adaptive_politeness=False, respect_robots=True, sitemaps=True,
             allowed_networks=["127.0.0.0/8"],
         )  # fmt: skip
-        store = await SqliteStore.open(settings.db)
+        store = await open_store(settings.db)
         probe = Probe()
         probing = asyncio.ensure_future(probe.run())
         started = time.monotonic()
@@ -132,6 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--healthy-pages", type=int, default=300)
     parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--db", help="a PostgreSQL URL (an empty database); default: SQLite")
     parser.add_argument("--nested-kb", type=int, default=4000)
     parser.add_argument("--attrs-kb", type=int, default=4000)
     args = parser.parse_args()

@@ -90,8 +90,7 @@ class PageAttempts:
         work: PageWork | None = None,
     ) -> None:
         self.worker_id = worker_id
-        # Where each page's CPU work runs, and its budget (sitesync.offloop).
-        self.work = work or PageWork(budget=float("inf"))
+        self.work = work or PageWork(budget=float("inf"))  # its CPU work's thread and budget
         self.store = store
         self.halted = halted
         self.claims = claims
@@ -258,7 +257,10 @@ class PageAttempts:
             links_truncated=getattr(links, "truncated", 0),
         )
         tree = getattr(links, "tree", None)
-        produced = await self.plugins.process(artifact, tree=tree, budget=budget)
+        if budget is None or budget.inline:  # a small page: every plugin on the loop
+            produced = await self.plugins.process(artifact, tree=tree)
+        else:
+            produced = await self.plugins.process(artifact, tree=tree, budget=budget)
         discovered = report.discovered
         room = len(produced.links) if self.max_links is None else self.max_links - len(links)
         if produced.links and room > 0:
