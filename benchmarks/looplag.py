@@ -47,7 +47,11 @@ def bad_pages(nested_kb: int, attrs_kb: int) -> dict[str, bytes]:
     tail = big + b'<a href="http://127.0.0.250/">t</a>' * ((5 * MB) // 35)
     nested = b"<html><body>" + b"<div>" * (nested_kb * 1024 // 5)
     attrs = b"<html><body><a " + b" ".join(b"x%d=1" % i for i in range(attrs_kb * 1024 // 8)) + b">"
-    return {"/big.html": big, "/tail.html": tail, "/nested.html": nested, "/attrs.html": attrs}
+    burn = b"<html><body><p>burn</p></body></html>"  # for tests/plugin_packages/burning
+    return {
+        "/big.html": big, "/tail.html": tail, "/nested.html": nested, "/attrs.html": attrs,
+        "/burn.html": burn,
+    }  # fmt: skip
 
 
 def sitemap_body() -> bytes:
