@@ -55,8 +55,8 @@ def parse_sitemap(body: bytes, *, max_bytes: int, max_urls: int = 50_000) -> Sit
 
 
 Fetch = Callable[[str], Awaitable[FetchResult]]
-#: How a body is parsed: :func:`parse_sitemap` off the event loop (sitesync.offloop).
-Parse = Callable[[bytes], Awaitable[Sitemap]]
+#: How a body is parsed (body, max_urls): :func:`parse_sitemap` off the event loop.
+Parse = Callable[[bytes, int], Awaitable[Sitemap]]
 
 
 async def collect_sitemap_urls(
@@ -84,7 +84,7 @@ async def collect_sitemap_urls(
             continue
         try:
             if parse is not None:
-                parsed = await parse(result.body)
+                parsed = await parse(result.body, max_urls)
             else:
                 parsed = parse_sitemap(result.body, max_bytes=max_bytes, max_urls=max_urls)
         except (SitemapTooLarge, zlib.error) as exc:

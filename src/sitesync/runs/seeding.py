@@ -83,11 +83,11 @@ class SitemapReader:
         budget = self._work.for_page(len(urls) * 16)
         return await budget.run(_resolved, origin + "/", urls)
 
-    async def _parse(self, body: bytes) -> Sitemap:
+    async def _parse(self, body: bytes, max_urls: int) -> Sitemap:
         """A sitemap's body parsed off the loop (when large) within parse_timeout_seconds;
         past it the sitemap lists nothing."""
         budget = self._work.for_page(len(body))
-        parse = functools.partial(parse_sitemap, body, max_bytes=self._max_bytes)
+        parse = functools.partial(parse_sitemap, body, max_bytes=self._max_bytes, max_urls=max_urls)
         try:
             return await budget.run(parse)
         except ParseTimeout as exc:
