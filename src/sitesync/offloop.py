@@ -12,23 +12,25 @@ the ordinary crawl its throughput, and their work is bounded by their size.
 
 The work of one page shares one budget (``parse_timeout_seconds``): the time its off-loop
 steps took, together. Past it the page ends ``parse_timeout``. A thread cannot be stopped,
-so an abandoned step finishes (or not) on its own daemon thread, which never holds the
-process's exit and runs on at the lowest CPU priority, so that it cannot starve the loop of
-a core; at most :data:`PAGE_THREADS` steps run at once (abandoned ones included), and a page
-that waits for a thread spends its budget waiting.
+so an abandoned step finishes (or not) on its daemon thread (sitesync.plugins.threads), which
+never holds the process's exit and runs on at the lowest CPU priority, so that it cannot
+starve the loop of a core, then ends; at most :data:`PAGE_THREADS` steps run at once
+(abandoned ones included), and a page that waits for a thread spends its budget waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["INLINE_BYTES", "PAGE_THREADS", "Abandoned", "PageBudget", "PageWork", "ParseTimeout"]
+from sitesync.plugins.threads import DaemonThreads
+
+__all__ = [
+    "INLINE_BYTES", "PAGE_NICE", "PAGE_THREADS", "Abandoned", "PageBudget", "PageWork",
+    "ParseTimeout",
+]  # fmt: skip
 
 #: Bodies up to this size are processed on the loop, where no budget can act: the worst
 #: lexbor inputs of this size (nested ``<li>``\ s or ``<div>``\ s, a tag of 2,000 attributes)
@@ -37,6 +39,8 @@ __all__ = ["INLINE_BYTES", "PAGE_THREADS", "Abandoned", "PageBudget", "PageWork"
 INLINE_BYTES = 16 * 1024
 #: Off-loop steps running at once (each on a daemon thread of the worker's own).
 PAGE_THREADS = 4
+#: The niceness of those threads (Linux): 5 gives the loop three times their share of a core.
+PAGE_NICE = 5
 
 T = TypeVar("T")
 
@@ -68,8 +72,9 @@ class PageWork:
     ) -> None:
         self.budget = budget
         self.inline_bytes = inline_bytes
-        self._threads = threads
-        self._slots: asyncio.Semaphore | None = None  # made on the loop, when first needed
+        # Below the loop's priority: under a busy CPU the loop (heartbeats, other hosts'
+        # requests, signals) runs first, and the pages' work takes what is left.
+        self._threads = DaemonThreads(threads, name="page", nice=PAGE_NICE)
         self._leaving = leaving
 
     def for_page(self, size: int) -> PageBudget:
@@ -77,8 +82,7 @@ class PageWork:
         return PageBudget(self, inline=size <= self.inline_bytes)
 
     async def _off_loop(self, remaining: float, function: Callable[..., T], *args: Any) -> T:
-        call = _Call(function, args)
-        work = asyncio.ensure_future(self._on_thread(call))
+        work = asyncio.ensure_future(self._threads.run(function, *args))
         waits: set[asyncio.Future[Any]] = {work}
         leave = None
         if self._leaving is not None:
@@ -92,79 +96,14 @@ class PageWork:
         if work.done():
             result: T = work.result()
             return result
-        work.cancel()
-        call.abandon()
+        work.cancel()  # abandoned: its thread runs on at nice 19, then ends
         if self._leaving is not None and self._leaving.is_set():
             raise Abandoned
         raise ParseTimeout(self.budget)
 
-    async def _on_thread(self, call: _Call[T]) -> T:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self._threads)
-        await self._slots.acquire()  # its slot is given back when its thread ends
-        return await call.start(self._slots.release)
-
     def close(self) -> None:
-        """Nothing to close: each thread ends with its call (an abandoned one, with the
-        call it was abandoned in), and none holds the process's exit."""
-
-
-class _Call(Generic[T]):
-    """One step on a daemon thread of its own. Abandoned, the thread runs on at the lowest
-    CPU priority (Linux's nice 19): it uses only what the loop and the other pages leave."""
-
-    __slots__ = ("_abandoned", "_args", "_function", "_tid")
-
-    def __init__(self, function: Callable[..., T], args: tuple[Any, ...]) -> None:
-        self._function = function
-        self._args = args
-        self._tid: int | None = None
-        self._abandoned = False
-
-    def start(self, done: Callable[[], None]) -> asyncio.Future[T]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        thread = threading.Thread(
-            target=self._run, args=(loop, future, done), name="page", daemon=True
-        )
-        thread.start()
-        return future
-
-    def abandon(self) -> None:
-        self._abandoned = True
-        self._lower_priority()
-
-    def _lower_priority(self) -> None:
-        if self._tid is not None and hasattr(os, "setpriority"):
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, self._tid, 19)
-
-    def _run(
-        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], done: Callable[[], None]
-    ) -> None:
-        self._tid = threading.get_native_id()
-        if self._abandoned:  # abandoned before it started
-            self._lower_priority()
-        result: Any = None
-        error: BaseException | None = None
-        try:
-            result = self._function(*self._args)
-        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(_deliver, future, result, error, done)
-
-
-def _deliver(
-    future: asyncio.Future[Any], result: Any, error: BaseException | None, done: Callable[[], None]
-) -> None:
-    done()
-    if future.done():  # abandoned: the page ended meanwhile
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+        """Let idle threads end; one still inside a step ends when its step does."""
+        self._threads.close()
 
 
 class PageBudget:

@@ -41,8 +41,10 @@ _Call = tuple[
 class DaemonThreads:
     """Up to ``max_threads`` daemon threads, started as calls need them."""
 
-    def __init__(self, max_threads: int, *, name: str) -> None:
+    def __init__(self, max_threads: int, *, name: str, nice: int = 0) -> None:
         self._max = max_threads
+        #: Added to each thread's niceness (Linux): work that yields the CPU to the loop.
+        self._nice = nice
         self._name = name
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -78,6 +80,9 @@ class DaemonThreads:
 
     def _serve(self) -> None:
         me = threading.current_thread()
+        if self._nice and hasattr(os, "setpriority"):
+            with contextlib.suppress(OSError):  # on Linux, os.nice applies to this thread
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._nice)
         while (call := self._calls.get()) is not None:
             loop, future, function, args, abandon = call
             abandon.tid = threading.get_native_id()
