@@ -300,6 +300,11 @@ class Settings(BaseSettings):
     """HTML parsed per page, for its links and for the plugins (``text`` and ``page.tree``);
     links past it are only counted. Bounds memory however large ``max_body_bytes`` is."""
 
+    parse_timeout_seconds: float = Field(10.0, gt=0)
+    """Longest the processing of one page may take (decoding, HTML parse, links, the
+    built-in plugins); past it the page ends ``parse_timeout`` without its links or records.
+    Pages over 16 KiB are processed off the event loop, so one page never stalls the rest."""
+
     plugins: Annotated[tuple[str, ...] | None, NoDecode] = None
     """Plugins to run, by entry-point name (``sitesync plugins`` lists them; comma-separated
     in the environment). Unset: every plugin found; empty: none."""

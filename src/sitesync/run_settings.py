@@ -55,7 +55,7 @@ RUN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("connect_timeout", "read_timeout", "total_timeout", "max_body_bytes",
-         "max_parse_bytes", "max_links_per_page", "max_redirects",
+         "max_parse_bytes", "parse_timeout_seconds", "max_links_per_page", "max_redirects",
          "follow_offsite_seed_redirects"),
         "timeouts, caps and redirects",
     ),
