@@ -15,7 +15,7 @@ import pytest
 from protego import Protego
 from selectolax.lexbor import LexborHTMLParser
 
-from sitesync.cli.domains import read_domain_list
+from sitesync.cli.domain_files import read_domain_list
 from sitesync.fetch.base import parse_retry_after
 from sitesync.fetch.decode import declared_charset, decode_html_checked
 from sitesync.fetch.sitemaps import parse_sitemap

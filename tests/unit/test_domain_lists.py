@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sitesync.cadence import check_cadence
-from sitesync.cli.domains import normalize_domain, read_domain_list
+from sitesync.cli.domain_files import normalize_domain, read_domain_list
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError, InvalidURL
 
