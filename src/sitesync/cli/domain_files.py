@@ -138,11 +138,14 @@ def _read_csv(text: str, network: NetworkPolicy) -> DomainList:
     column: int | None = None  # of the domain in each row, once the header is read
     profile_columns: dict[str, int] = {}  # profile field -> its column
     found = DomainList(network=network)
+    ended = 0  # the line the previous record ended on
     for row in reader:
+        # A record is numbered by its first line (a quoted cell may span several).
+        line, ended = ended + 1, reader.line_num
         if not any(cell.strip() for cell in row) or row[0].strip().startswith("#"):
             continue
         if column is None:
-            column = _domain_column(row, reader.line_num)
+            column = _domain_column(row, line)
             names = [cell.strip().lower() for cell in row]
             profile_columns = {name: names.index(name) for name in PROFILE_COLUMNS if name in names}
             found.profiles = {} if profile_columns else None
@@ -151,9 +154,9 @@ def _read_csv(text: str, network: NetworkPolicy) -> DomainList:
         try:
             profile = _profile_of(row, profile_columns)
         except ConfigError as exc:
-            found.problems.append((reader.line_num, f"{raw.strip()!r}: {exc}"))
+            found.problems.append((line, f"{raw.strip()!r}: {exc}"))
             continue
-        found.add(reader.line_num, raw, profile)
+        found.add(line, raw, profile)
     return found
 
 
