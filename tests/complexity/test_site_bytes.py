@@ -236,6 +236,15 @@ DOMAINS = [
         read_domain_list,
         2_000,
     ),
+    Case(
+        "domains: distinct hosts with profile cells",
+        lambda n: (
+            "domain,headers,cookies\n"
+            + "".join(f"h{i}.example,X-A: 1; X-B: 2,c=1\n" for i in range(n // 500))
+        ),
+        read_domain_list,
+        2_000,
+    ),
 ]
 
 CASES = SITEMAPS + ANCHORS + DECODING + SIMILARITY + ROBOTS + HEADERS + HTML + URLS + DOMAINS
