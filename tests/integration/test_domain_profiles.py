@@ -158,3 +158,11 @@ def test_a_file_without_profile_columns_keeps_the_profiles_and_empty_cells_clear
     code, _, err = _cli("domains", "import", str(cleared), "--scope", "s", "--db", db_url)
     assert code == 0, err
     assert profile("a.example") is None and profile("b.example") == {"proxy": "***"}
+
+    # A scheduled scan records the profiles the registry has when it starts, as one by hand.
+    for args in (("schedule", "s", "--cadence", "0 3 * * *"), ("scan", "s")):
+        code, _, err = _cli(*args, "--db", db_url)
+        assert code == 0, err
+    code, out, err = _cli("settings", "1", "--json", "--db", db_url)
+    assert code == 0, err
+    assert json.loads(out)["data"]["settings"]["sites"] == {"b.example": {"proxy": "***"}}
