@@ -193,14 +193,15 @@ def _profile_of(row: list[str], columns: dict[str, int]) -> Profile:
 def _pairs(column: str, cell: str, separator: str) -> dict[str, str]:
     """A ``headers`` or ``cookies`` cell: a JSON object of names to text, or
     ``name<separator>value`` pairs separated by ``;``."""
-    example = f"a JSON object or 'Name{separator} value; ...'"
+    form = "Name: value" if separator == ":" else "name=value"
+    example = f"a JSON object or '{form}; ...'"
     if cell.startswith("{"):
         try:
             value = json.loads(cell)
         except ValueError:
             raise ConfigError(f"{column}: not valid JSON (expected {example})") from None
         if not isinstance(value, dict) or not all(
-            isinstance(v, str | int | float) for v in value.values()
+            isinstance(v, str | int | float) and not isinstance(v, bool) for v in value.values()
         ):
             raise ConfigError(f"{column}: expected {example}, with text values")
         pairs = {str(name).strip(): str(text) for name, text in value.items()}
