@@ -556,14 +556,21 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
         raise ConfigError(f"settings file {_settings_file()}: {exc}") from exc
     settings.mark_explicit({name: (flag_names or {}).get(name, "") for name in given})
     remember_secrets(settings.db)
+    remember_profile_secrets(settings)
+    token = settings.dashboard_token
+    remember_secret(token.get_secret_value() if token else None)
+    return settings
+
+
+def remember_profile_secrets(settings: Settings) -> None:
+    """Mask the request profiles' credentials (the crawl's and each site's auth and proxy)
+    in everything this process shows from now on: those of its own settings, and of a
+    run's it takes on (a scan's domains' profiles reach its workers only that way)."""
     for secret in (settings.auth, settings.proxy):
         remember_secret(secret.get_secret_value() if secret else None)
     for site in settings.sites.values():
         for key in ("auth", "proxy"):
             remember_secret(str(site.get(key) or "") or None)
-    token = settings.dashboard_token
-    remember_secret(token.get_secret_value() if token else None)
-    return settings
 
 
 def _settings_file() -> str:

@@ -76,7 +76,8 @@ CREATE TABLE domains (
     scope          text,
     active         boolean NOT NULL DEFAULT true,
     stale          boolean NOT NULL DEFAULT false,
-    unreachable_streak integer NOT NULL DEFAULT 0
+    unreachable_streak integer NOT NULL DEFAULT 0,
+    request_profile jsonb  -- its own headers, cookies, auth, proxy (0018)
 );
 
 -- Versioned AssetRecords: what plugins made of pages (docs/plugins.md).

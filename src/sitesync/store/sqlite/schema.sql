@@ -69,7 +69,8 @@ CREATE TABLE domains (
     scope          TEXT,
     active         INTEGER NOT NULL DEFAULT 1,
     stale          INTEGER NOT NULL DEFAULT 0,
-    unreachable_streak INTEGER NOT NULL DEFAULT 0
+    unreachable_streak INTEGER NOT NULL DEFAULT 0,
+    request_profile TEXT  -- JSON object: its own headers, cookies, auth, proxy (0016)
 );
 
 -- Versioned AssetRecords: what plugins made of pages (docs/plugins.md).
