@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sitesync.models import ClaimGrant
+from sitesync.models import ClaimGrant, TaskReport
 from sitesync.runs import upkeep as upkeep_module
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.liveness import this_process
@@ -113,6 +113,29 @@ async def test_a_holder_over_its_share_looks_again_until_its_busy_hosts_drained(
         assert len(w1.claims.hosts) == 3
         busy.clear()  # the requests ended: nobody new joined, but the surplus goes now
         await until(lambda: len(w1.claims.hosts) == 2)
+
+
+async def test_a_holder_hands_hosts_over_as_they_run_dry_though_nobody_joined(
+    store: Store,
+) -> None:
+    """Hosts run dry at different times: once w2's are done, w1 holds both hosts with work
+    left, one over its share, and w2 idles until w1 looks again. It looks at its next
+    membership check, not at the claim refresh an hour away (issue 33: a crawl's second
+    process sat idle for up to two seconds at the end of every crawl)."""
+    async with holding_every_host(store, busy=[]) as w1:
+        await join(store, w1.run_id, "w2")
+        await until(lambda: len(w1.claims.hosts) == 2)
+        theirs = await claim(store, w1.run_id, "w2")
+        assert len(theirs) == 2
+        leases = await store.acquire(
+            w1.run_id, worker_id="w2", limit=100, lease_seconds=30, claimed_only=True
+        )
+        assert {lease.host for lease in leases} == theirs
+        await store.report(
+            w1.run_id, [TaskReport(lease=lease, ok=True, http_status=200) for lease in leases]
+        )
+        await until(lambda: len(w1.claims.hosts) == 1)  # share: 2 hosts with work, 2 workers
+        assert len(await claim(store, w1.run_id, "w2")) == 1
 
 
 async def test_nobody_joining_costs_no_refresh(store: Store) -> None:

@@ -17,9 +17,9 @@ log = logging.getLogger(__name__)
 
 #: Longest wait before a worker looks at its fair share of hosts again.
 CLAIM_REFRESH_SECONDS = 2.0
-#: How often a worker reads who else works on its run (a few rows). When a worker joined
-#: or left since the last refresh, or while this one holds hosts beyond its share, its
-#: claims are refreshed at once instead of at the next CLAIM_REFRESH_SECONDS.
+#: How often a worker reads who else works on its run (a few rows). While another worker
+#: shares the run (or when one joined or left), its claims are refreshed then instead of
+#: at the next CLAIM_REFRESH_SECONDS.
 MEMBERSHIP_CHECK_SECONDS = 0.5
 
 
@@ -59,7 +59,14 @@ class Upkeep:
         the holders see it and drop their surplus. Holders look for joiners every
         MEMBERSHIP_CHECK_SECONDS, so that hand-over takes about a second, not two refresh
         intervals (four workers started together reached their shares 3.4 s after the
-        first; see benchmarks/README.md)."""
+        first; see benchmarks/README.md).
+
+        Shares also shrink as hosts run dry, and they run dry at different times: a worker
+        whose hosts are done sits idle until the others see that they hold more than their
+        share now and hand hosts over. Waiting for the next CLAIM_REFRESH_SECONDS for that
+        left one of a crawl's two processes idle for up to two seconds at the end of every
+        crawl (issue 33), so while the run has other workers each look refreshes (one
+        short transaction); a worker alone on its run refreshes only every interval."""
         interval = min(self.options.heartbeat, CLAIM_REFRESH_SECONDS)
         step = min(interval, MEMBERSHIP_CHECK_SECONDS)
         members: frozenset[str] | None = None
@@ -69,7 +76,8 @@ class Upkeep:
             waited += step
             workers = await self.store.list_workers(self.run_id)
             now_members = frozenset(w.worker_id for w in workers if w.stopped_at is None)
-            if waited < interval and now_members == members and not self.claims.surplus:
+            alone = len(now_members - {self.worker_id}) == 0
+            if waited < interval and now_members == members and alone and not self.claims.surplus:
                 continue
             members, waited = now_members, 0.0
             await self.release_gone_workers(workers)

@@ -137,6 +137,7 @@ class CrawlWorker:
             # A robots.txt, sitemap or redirect-hop request is no task: the store cannot see
             # it, so the host it is under way on is named, and kept, at each refresh.
             busy_hosts=self._hosts.limiter.busy_hosts,
+            siblings=self.options.siblings,
         )
 
     def _lease_flow(self) -> tuple[LeaseFeeder, ReportBatcher]:

@@ -48,6 +48,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
         worker_ttl: float,
         max_hosts: int | None = None,
         busy_hosts: Sequence[str] = (),
+        min_workers: int = 1,
     ) -> ClaimGrant:
         async def work(conn: Conn) -> ClaimGrant:
             if not await hold_run(conn, run_id):
@@ -66,7 +67,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
             alive = {"run_id": run_id, "alive_after": now - worker_ttl}
             live = await count("count_live_workers", alive)
             hosts = await count("count_hosts_with_work", {"run_id": run_id})
-            share = fair_share(hosts, live, max_hosts)
+            share = fair_share(hosts, max(live, min_workers), max_hosts)
             held = len(await every(conn, "select_my_claims", mine))
             if step := claim_step(held, share):
                 query, extra = step

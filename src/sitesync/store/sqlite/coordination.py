@@ -46,6 +46,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
         worker_ttl: float,
         max_hosts: int | None = None,
         busy_hosts: Sequence[str] = (),
+        min_workers: int = 1,
     ) -> ClaimGrant:
         def work(conn: sqlite3.Connection) -> ClaimGrant:
             now = self._db.clock()
@@ -61,7 +62,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
             alive = {"run_id": run_id, "alive_after": now - worker_ttl}
             live = conn.execute(Q["count_live_workers"], alive).fetchone()[0]
             hosts = conn.execute(Q["count_hosts_with_work"], {"run_id": run_id}).fetchone()[0]
-            share = fair_share(hosts, live, max_hosts)
+            share = fair_share(hosts, max(live, min_workers), max_hosts)
             held = len(conn.execute(Q["select_my_claims"], mine).fetchall())
             if step := claim_step(held, share):
                 query, extra = step
