@@ -134,6 +134,8 @@ async def test_a_holder_hands_hosts_over_as_they_run_dry_though_nobody_joined(
         await store.report(
             w1.run_id, [TaskReport(lease=lease, ok=True, http_status=200) for lease in leases]
         )
+        # w2 finds nothing more to lease: its claims on the finished hosts go.
+        assert await claim(store, w1.run_id, "w2") == set()
         await until(lambda: len(w1.claims.hosts) == 1)  # share: 2 hosts with work, 2 workers
         assert len(await claim(store, w1.run_id, "w2")) == 1
 

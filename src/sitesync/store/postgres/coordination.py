@@ -66,7 +66,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
             await conn.execute(Q["drop_finished_claims"], mine)
             alive = {"run_id": run_id, "alive_after": now - worker_ttl}
             live = await count("count_live_workers", alive)
-            hosts = await count("count_hosts_with_work", {"run_id": run_id})
+            hosts = await count("count_hosts_with_work", mine)
             share = fair_share(hosts, max(live, min_workers), max_hosts)
             held = len(await every(conn, "select_my_claims", mine))
             if step := claim_step(held, share):

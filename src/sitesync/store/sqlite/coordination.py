@@ -61,7 +61,7 @@ class SqliteCoordination(PlainCoordination[SqliteDb]):
             conn.execute(Q["drop_finished_claims"], mine)
             alive = {"run_id": run_id, "alive_after": now - worker_ttl}
             live = conn.execute(Q["count_live_workers"], alive).fetchone()[0]
-            hosts = conn.execute(Q["count_hosts_with_work"], {"run_id": run_id}).fetchone()[0]
+            hosts = conn.execute(Q["count_hosts_with_work"], mine).fetchone()[0]
             share = fair_share(hosts, max(live, min_workers), max_hosts)
             held = len(conn.execute(Q["select_my_claims"], mine).fetchall())
             if step := claim_step(held, share):
