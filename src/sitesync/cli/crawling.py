@@ -95,8 +95,7 @@ def crawl_and_report(
     started = time.monotonic()
     stop_signals = frozenset() if worker else STOP_ON_CTRL_C
     count = 0 if worker else process_count(settings) - 1
-    # The crawl's processes (it and its helpers) start together: each leaves the others
-    # their share of hosts from its first claim (runs.claims).
+    # Its processes start together: each leaves the others their hosts (runs.claims).
     siblings = process_count(settings) if not worker or request.helper else 1
     freeze_startup_heap()  # before the helpers fork: they inherit it
     # Before the store is opened and the event loop runs: see Helpers.
