@@ -11,6 +11,7 @@ from sitesync.models import WorkerInfo
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.liveness import ProcessIdentity, is_gone
 from sitesync.runs.options import WorkerOptions
+from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,12 @@ class Upkeep:
         self.options = options
         self.claims = claims
         self._on_hosts_changed = on_hosts_changed
+        self._look = asyncio.Event()  # set: refresh the claims now, not at the next check
+
+    def look_now(self) -> None:
+        """Refresh the claims at once: a host beyond the share has nothing in flight any
+        more, and may go to a worker waiting for it now rather than at the next check."""
+        self._look.set()
 
     async def heartbeat(self) -> None:
         while True:
@@ -72,12 +79,14 @@ class Upkeep:
         members: frozenset[str] | None = None
         waited = 0.0
         while True:
-            await asyncio.sleep(step)
+            asked = await wait_set(self._look, step)
+            self._look.clear()
             waited += step
             workers = await self.store.list_workers(self.run_id)
             now_members = frozenset(w.worker_id for w in workers if w.stopped_at is None)
             alone = len(now_members - {self.worker_id}) == 0
-            if waited < interval and now_members == members and alone and not self.claims.surplus:
+            quiet = now_members == members and alone and not self.claims.surplus
+            if waited < interval and quiet and not asked:
                 continue
             members, waited = now_members, 0.0
             await self.release_gone_workers(workers)

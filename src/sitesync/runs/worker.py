@@ -106,6 +106,7 @@ class CrawlWorker:
             store, run_id=run.id, worker_id=worker_id, identity=self._identity,
             options=options, claims=self.claims, on_hosts_changed=self._feeder.wake,
         )  # fmt: skip
+        self._feeder.on_surplus_drained = self._upkeep.look_now
         self._status = StatusWatcher(
             store, run=run, frontier=self.frontier, poll=options.status_poll,
             ending=self._ending, on_settings=self._retune,
