@@ -43,6 +43,9 @@ from sitesync.testing import SiteSpec
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+#: The sitesync sources the tools run (``--src``: another checkout's, for figures before
+#: and after a change from one harness, in one sitting).
+SOURCES = {"src": REPO / "src"}
 STATS_PATH = "/__bench_stats__"
 #: Every tool, in the order of the tables. ``-cores``: ``sitesync crawl`` with its default
 #: ``processes`` (one per core), as users run it; the others one process. ``-links``: no
@@ -99,7 +102,7 @@ def child_env(tool: str = "") -> dict[str, str]:
     # every module it imports (about 1 s of CPU for sitesync), measured as part of the crawl.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # Children import sitesync from this checkout even when the venv's editable install is absent.
-    src = str(REPO / "src")
+    src = str(SOURCES["src"])
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # The built-in plugins, as users run them: the dev extra also installs the test suite's
     # example plugin, which would add its records to every page measured.
@@ -401,6 +404,13 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per tool")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=REPO / "src",
+        help="the sitesync sources to run (another checkout's src/, for figures before a "
+        "change; default: this checkout's)",
+    )
     return parser.parse_args()
 
 
@@ -418,6 +428,7 @@ def chosen_tools(args: argparse.Namespace) -> list[str]:
 
 def main() -> int:
     args = parse_args()
+    SOURCES["src"] = args.src.resolve()
     if args.pages is not None:
         args.pages_per_host = max(1, args.pages // args.hosts)
     tools = chosen_tools(args)
@@ -430,12 +441,12 @@ def main() -> int:
     print(
         f"site: {args.hosts} hosts x {args.pages_per_host} pages, {args.page_bytes} B/page, "
         f"served by {args.server}; concurrency {args.concurrency}, {os.cpu_count()} CPUs; "
-        f"{args.rounds} rounds of {', '.join(tools)}",
+        f"{args.rounds} rounds of {', '.join(tools)}; sources {SOURCES['src']}",
         flush=True,
     )
     # Every sitesync process imports sitesync: with PYTHONDONTWRITEBYTECODE (as on CI) each
     # would compile it again, seconds of CPU per helper that have nothing to do with crawling.
-    compileall.compile_dir(REPO / "src", quiet=1)
+    compileall.compile_dir(SOURCES["src"], quiet=1)
     rounds: list[dict[str, ToolResult]] = []
     server: Server | NginxSite = (
         Server(spec) if args.server == "python" else NginxSite(SiteSpec(**spec))
