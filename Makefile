@@ -37,7 +37,10 @@ docs: install-dev  ## regenerate the generated parts of docs/
 	$(UV) run --no-sync python scripts/update_architecture_doc.py
 	$(UV) run --no-sync python scripts/update_json_doc.py
 
-bench: $(UV)  ## benchmarks/README.md: sitesync vs Scrapy vs a bare aiohttp loop
+# make bench BENCH_ARGS="--pages 2000 --rounds 1": a quick smoke run; SITESYNC_BENCH_POSTGRES_DSN
+# (or BENCH_ARGS=--pg-dsn ...) adds PostgreSQL.
+bench: $(UV)  ## benchmarks/README.md: sitesync (one process, every core) vs a bare aiohttp loop
+	bash scripts/ensure-system-deps.sh bench
 	$(UV) sync --locked --extra dev --extra bench
 	$(UV) run --no-sync python benchmarks/run.py $(BENCH_ARGS)
 

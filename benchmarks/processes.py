@@ -22,80 +22,18 @@ import contextlib
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from nginx_site import export_site, free_port, nginx_config, start_nginx
 from psycopg import sql
 from run import HERE, REPO, child_env, run_measured
 
 from sitesync.testing import SiteSpec
-from sitesync.testing.pages import Pages
-from sitesync.testing.spec import page_path
-
-
-def export_site(spec: SiteSpec, port: int, root: Path) -> None:
-    """Every page of every host as a file: ``root/h<H>/index.html``, ``root/h<H>/p/<N>.html``."""
-    pages = Pages(spec, port)
-    for h in range(spec.hosts):
-        host_dir = root / f"h{h}"
-        (host_dir / "p").mkdir(parents=True)
-        for i in range(spec.pages_per_host):
-            path = page_path(i)
-            name = "index.html" if path == "/" else path.lstrip("/")
-            (host_dir / name).write_bytes(pages.render(h, i))
-
-
-def nginx_config(spec: SiteSpec, port: int, root: Path, prefix: Path) -> str:
-    servers = "\n".join(
-        f"  server {{ listen {spec.ip(h)}:{port}; root {root / f'h{h}'}; index index.html; }}"
-        for h in range(spec.hosts)
-    )
-    temp = " ".join(
-        f"{kind}_temp_path {prefix / kind};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    return f"""user root;
-worker_processes 1;
-daemon off;
-pid {prefix / "nginx.pid"};
-error_log {prefix / "error.log"} warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  sendfile on;
-  keepalive_requests 1000000;
-  types {{ text/html html; }}
-  default_type text/html;
-  {temp}
-{servers}
-}}
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.2", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_nginx(config: Path, prefix: Path, spec: SiteSpec, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(["nginx", "-c", str(config), "-p", str(prefix)])
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((spec.ip(spec.hosts - 1), port), timeout=1).close()
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"nginx did not start: {(prefix / 'error.log').read_text()[-2000:]}")
 
 
 def bare(spec: SiteSpec, port: int, concurrency: int, workdir: Path) -> dict[str, Any]:

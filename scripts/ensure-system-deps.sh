@@ -55,9 +55,20 @@ ensure_faketime() {
     install_debian_packages faketime faketime
 }
 
+# `make bench` (benchmarks/run.py) serves its site with nginx, started from a temporary
+# configuration (no system service is used). Not needed by the test suite: only with "bench".
+ensure_nginx() {
+    command -v nginx >/dev/null 2>&1 && return 0
+    install_debian_packages nginx nginx
+}
+
 # --- add further dependencies here, one function each ------------------------------------------
 
 main() {
+    if [[ ${1:-} == bench ]]; then
+        ensure_nginx
+        return 0
+    fi
     ensure_chromium
     ensure_postgresql
     ensure_faketime

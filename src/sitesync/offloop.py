@@ -55,6 +55,10 @@ class ParseTimeout(Exception):
         self.budget = budget
 
 
+#: How long a leaving worker still waits for a page's work under way (seconds).
+LEAVING_GRACE = 1.0
+
+
 class Abandoned(Exception):
     """The worker is leaving: the page's off-loop work is not waited for."""
 
@@ -82,6 +86,7 @@ class PageWork:
         return PageBudget(self, inline=size <= self.inline_bytes)
 
     async def _off_loop(self, remaining: float, function: Callable[..., T], *args: Any) -> T:
+        started = time.monotonic()
         work = asyncio.ensure_future(self._threads.run(function, *args))
         waits: set[asyncio.Future[Any]] = {work}
         leave = None
@@ -93,6 +98,12 @@ class PageWork:
         finally:
             if leave is not None:
                 leave.cancel()
+        if not work.done() and self._leaving is not None and self._leaving.is_set():
+            # A page's ordinary work ends in milliseconds: a worker on its way out waits a
+            # moment for it, so a page it fetched is committed, not fetched again after the
+            # resume. Only work that outlasts the grace (a pathological page) is abandoned.
+            left = remaining - (time.monotonic() - started)
+            await asyncio.wait({work}, timeout=max(0.0, min(LEAVING_GRACE, left)))
         if work.done():
             result: T = work.result()
             return result

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -142,3 +143,27 @@ def test_kill_9_of_the_foreground_takes_its_helpers(db_url: str) -> None:
         communicate(crawl, timeout=30)
         helpers = pids_of_workers(site) - {crawl.pid}
         wait_for(lambda: not any(alive(pid) for pid in helpers), "the helper to die", 10)
+
+
+def test_two_processes_share_the_hosts_and_pages_evenly(db_url: str) -> None:
+    """Issue 33: the default crawl's spread came from work shared unevenly. The foreground
+    claimed every host before its helper had joined, fetched the first page of each (all 8
+    roots here), and handed half of the hosts over only once it saw the helper; at the end,
+    hosts ran dry at different times and the process whose hosts were done sat idle until
+    the other's next claim refresh. Now each process claims only its share from the start,
+    and shares are looked at again while both work."""
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=60, delay=0.05)).start()
+    try:
+        crawl = start_crawl(db_url, site, "--concurrency", "8")
+        _, err = communicate(crawl, timeout=180)
+        assert crawl.returncode == 0, err
+        assert_each_page_fetched_once(site)
+        requests = [r for r in site.requests if r.worker]
+    finally:
+        site.stop()
+    roots = Counter(r.worker for r in requests if r.path == "/")
+    pages = Counter(r.worker for r in requests)
+    assert sorted(roots.values()) == [4, 4], roots  # each process its 4 hosts from the start
+    # Equal hosts at an equal pace (one request at a time, 50 ms each): each process about
+    # half of the pages; a host handed over late, or one process idle, shows here.
+    assert len(pages) == 2 and min(pages.values()) >= 0.4 * len(requests), pages

@@ -86,6 +86,25 @@ async def test_a_worker_over_its_share_lets_go_when_another_joins(store: Store) 
     assert await claim(store, run_id, "second") == set(HOSTS) - kept
 
 
+async def test_workers_known_to_be_joining_are_left_their_share(store: Store) -> None:
+    """A crawl's processes start together, the first registered before the others: told
+    that two are coming (min_workers), it takes half the hosts, not all of them, and the
+    second finds its half free as soon as it joins (issue 33)."""
+    run_id = await run_with_hosts(store)
+    await join(store, run_id, "first")
+    grant = await store.claim_hosts(
+        run_id, worker_id="first", claim_seconds=30, worker_ttl=30, min_workers=2
+    )
+    assert len(grant.hosts) == grant.share == 2
+    await join(store, run_id, "second")
+    assert await claim(store, run_id, "second") == set(HOSTS) - set(grant.hosts)
+    # Once enough live workers registered, min_workers changes nothing.
+    again = await store.claim_hosts(
+        run_id, worker_id="first", claim_seconds=30, worker_ttl=30, min_workers=2
+    )
+    assert again.hosts == grant.hosts and again.share == 2
+
+
 async def test_a_worker_joining_last_gets_hosts_from_those_over_the_share(store: Store) -> None:
     """Six hosts, then three workers joining one at a time: the share ends at two each.
     The first two settle at three hosts each (the share of two workers); when the third

@@ -17,9 +17,12 @@ from typing import Any
 
 import pytest
 
-from sitesync.models import ClaimGrant
+from sitesync.fetch.politeness import HostLimiter
+from sitesync.models import ClaimGrant, TaskReport
 from sitesync.runs import upkeep as upkeep_module
 from sitesync.runs.claims import ClaimKeeper
+from sitesync.runs.ending import Ending
+from sitesync.runs.feeder import LeaseFeeder
 from sitesync.runs.liveness import this_process
 from sitesync.runs.options import WorkerOptions
 from sitesync.runs.upkeep import Upkeep
@@ -61,6 +64,7 @@ class Holder:
     run_id: int
     claims: ClaimKeeper
     store: CountedRefreshes
+    upkeep: Upkeep
 
 
 @asynccontextmanager
@@ -84,7 +88,7 @@ async def holding_every_host(store: Store, busy: list[str]) -> AsyncIterator[Hol
     assert set(claims.hosts) == set(HOSTS)
     task = asyncio.create_task(upkeep.rebalance_claims())
     try:
-        yield Holder(run_id, claims, counted)
+        yield Holder(run_id, claims, counted, upkeep)
     finally:
         task.cancel()
 
@@ -113,6 +117,60 @@ async def test_a_holder_over_its_share_looks_again_until_its_busy_hosts_drained(
         assert len(w1.claims.hosts) == 3
         busy.clear()  # the requests ended: nobody new joined, but the surplus goes now
         await until(lambda: len(w1.claims.hosts) == 2)
+
+
+async def test_a_holder_hands_hosts_over_as_they_run_dry_though_nobody_joined(
+    store: Store,
+) -> None:
+    """Hosts run dry at different times: once w2's are done, w1 holds both hosts with work
+    left, one over its share, and w2 idles until w1 looks again. It looks at its next
+    membership check, not at the claim refresh an hour away (issue 33: a crawl's second
+    process sat idle for up to two seconds at the end of every crawl)."""
+    async with holding_every_host(store, busy=[]) as w1:
+        await join(store, w1.run_id, "w2")
+        await until(lambda: len(w1.claims.hosts) == 2)
+        theirs = await claim(store, w1.run_id, "w2")
+        assert len(theirs) == 2
+        leases = await store.acquire(
+            w1.run_id, worker_id="w2", limit=100, lease_seconds=30, claimed_only=True
+        )
+        assert {lease.host for lease in leases} == theirs
+        await store.report(
+            w1.run_id, [TaskReport(lease=lease, ok=True, http_status=200) for lease in leases]
+        )
+        # w2 finds nothing more to lease: its claims on the finished hosts go.
+        assert await claim(store, w1.run_id, "w2") == set()
+        await until(lambda: len(w1.claims.hosts) == 1)  # share: 2 hosts with work, 2 workers
+        assert len(await claim(store, w1.run_id, "w2")) == 1
+
+
+async def test_a_surplus_host_drained_is_let_go_at_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feeder tells the upkeep when the last lease of a host beyond the share is let
+    go: the host goes then, not at the next membership check (an hour away here)."""
+    monkeypatch.setattr(upkeep_module, "MEMBERSHIP_CHECK_SECONDS", 3600.0)
+    async with holding_every_host(store, busy=[]) as w1:
+        await join(store, w1.run_id, "w2")
+        feeder = LeaseFeeder(
+            w1.store,  # type: ignore[arg-type]
+            run_id=w1.run_id, worker_id="w1", options=WorkerOptions(),
+            limiter=HostLimiter(concurrency=1, delay=0), claims=w1.claims, ending=Ending(),
+        )  # fmt: skip
+        feeder.on_surplus_drained = w1.upkeep.look_now
+        leases = await store.acquire(
+            w1.run_id, worker_id="w1", limit=100, lease_seconds=30, claimed_only=True
+        )
+        for lease in leases:
+            feeder._held[lease.host] += 1  # as the feeder's acquire counts them
+        await w1.claims.refresh()  # w1 sees w2: two hosts over its share, all in flight
+        assert len(w1.claims.surplus) == 2 and len(w1.claims.hosts) == 4
+        for lease in leases:
+            if lease.host in w1.claims.surplus:
+                await store.release(w1.run_id, [lease])
+                feeder.let_go(lease.host)
+        await until(lambda: len(w1.claims.hosts) == 2)
+        assert len(await claim(store, w1.run_id, "w2")) == 2
 
 
 async def test_nobody_joining_costs_no_refresh(store: Store) -> None:

@@ -95,6 +95,8 @@ def crawl_and_report(
     started = time.monotonic()
     stop_signals = frozenset() if worker else STOP_ON_CTRL_C
     count = 0 if worker else process_count(settings) - 1
+    # Its processes start together: each leaves the others their hosts (runs.claims).
+    siblings = process_count(settings) if not worker or request.helper else 1
     freeze_startup_heap()  # before the helpers fork: they inherit it
     # Before the store is opened and the event loop runs: see Helpers.
     helpers = Helpers.fork(
@@ -104,7 +106,7 @@ def crawl_and_report(
         run, reasons = asyncio.run(
             _crawl(
                 settings, request, show_progress=progress, stop_signals=stop_signals,
-                helpers=helpers,
+                helpers=helpers, siblings=siblings,
             )
         )  # fmt: skip
     finally:
@@ -155,6 +157,7 @@ async def _crawl(
     show_progress: bool,
     stop_signals: frozenset[signal.Signals],
     helpers: Helpers,
+    siblings: int,
 ) -> tuple[Run, list[FailureReason]]:
     store = await open_store(settings.db, **settings.store_options())
     try:
@@ -170,9 +173,9 @@ async def _crawl(
             console.print(f"run {run.id} is paused: waiting for 'sitesync resume {run.id}'")
         helpers.start(run.id)  # they crawl it beside this process until told it is over
         if not show_progress:
-            run = await crawl(store, run, settings, stop_signals=stop_signals)
+            run = await crawl(store, run, settings, stop_signals=stop_signals, siblings=siblings)
         else:
-            run = await _crawl_with_progress(store, run, settings, stop_signals)
+            run = await _crawl_with_progress(store, run, settings, stop_signals, siblings)
         return run, await failure_reasons(store, run)
     finally:
         await store.close()
@@ -189,7 +192,11 @@ def failures_table(run: Run, reasons: list[FailureReason]) -> Table:
 
 
 async def _crawl_with_progress(
-    store: Store, run: Run, settings: Settings, stop_signals: frozenset[signal.Signals]
+    store: Store,
+    run: Run,
+    settings: Settings,
+    stop_signals: frozenset[signal.Signals],
+    siblings: int,
 ) -> Run:
     progress = Progress(
         TextColumn("[bold]run {task.fields[run_id]}"),
@@ -225,7 +232,7 @@ async def _crawl_with_progress(
     with progress:
         updater = asyncio.ensure_future(refresh())
         try:
-            return await crawl(store, run, settings, stop_signals=stop_signals)
+            return await crawl(store, run, settings, stop_signals=stop_signals, siblings=siblings)
         finally:
             updater.cancel()
             with contextlib.suppress(asyncio.CancelledError):

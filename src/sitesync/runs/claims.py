@@ -28,6 +28,14 @@ log = logging.getLogger(__name__)
 #: How long the list of hosts other workers hold is reused before it is read again.
 OTHERS_TTL_SECONDS = 1.0
 
+#: How long after it starts a worker of a crawl with several processes counts its sibling
+#: processes as live even before they registered (they are forked with it, and join the
+#: run a moment after it: without this, the first to claim took every host and handed half
+#: of them over only once it saw the others, a second or more into the crawl). Long enough
+#: for a sibling to start on a loaded machine; short, because a sibling that died at its
+#: start keeps this one from taking the hosts it would have had until then.
+SIBLINGS_JOINING_SECONDS = 10.0
+
 OnNewHost = Callable[[str], Awaitable[None]]
 #: Called with the hosts held before they may be given up (refresh, release).
 BeforeLettingGo = Callable[[list[str]], Awaitable[None]]
@@ -47,6 +55,7 @@ class ClaimKeeper:
         on_new_host: OnNewHost,
         before_letting_go: BeforeLettingGo | None = None,
         busy_hosts: Callable[[], list[str]] = list,
+        siblings: int = 1,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -58,6 +67,9 @@ class ClaimKeeper:
         self._on_new_host = on_new_host
         self._before_letting_go = before_letting_go
         self._busy_hosts = busy_hosts  # hosts with a request of ours under way: kept
+        #: Workers of this crawl, this one included, started together (its processes).
+        self.siblings = siblings
+        self._siblings_until: float | None = None  # set at the first refresh
         self._expires: dict[str, float] = {}
         self._surplus: set[str] = set()
         self._others: set[str] = set()
@@ -127,6 +139,7 @@ class ClaimKeeper:
             worker_ttl=self.worker_ttl,
             max_hosts=self.max_hosts,
             busy_hosts=self._busy_hosts(),
+            min_workers=self._siblings_joining(),
         )
         before = set(self._expires)
         self._expires = {claim.host: claim.expires_at for claim in grant.claims}
@@ -142,6 +155,14 @@ class ClaimKeeper:
         if lost:
             log.debug("claims given up or lost: %s", ", ".join(sorted(lost)))
         return grant
+
+    def _siblings_joining(self) -> int:
+        """Workers to split the hosts among at the least: the crawl's processes at its
+        start, whether or not they registered yet."""
+        now = self.store.now()
+        if self._siblings_until is None:
+            self._siblings_until = now + SIBLINGS_JOINING_SECONDS
+        return self.siblings if now < self._siblings_until else 1
 
     async def release_all(self) -> None:
         async with self._changing:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from sitesync.fetch.polite import LateClient
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs import taskdump
+from sitesync.runs.options import WorkerOptions
 from sitesync.runs.processes import FOREGROUND_DONE
 from sitesync.runs.scans import finish_completed_scans
 from sitesync.runs.waits import wait_set
@@ -46,6 +48,7 @@ async def crawl(
     on_start: Callable[[CrawlWorker], None] | None = None,
     stop_signals: frozenset[signal.Signals] = frozenset(),
     signals: Signals | None = None,
+    siblings: int = 1,
 ) -> Run:
     """Crawl ``run`` until it drains, the run is stopped, or this process leaves; return
     the run as it ended (``running``, ``paused`` or ``queued`` when it goes on without us).
@@ -56,18 +59,21 @@ async def crawl(
     signal in ``stop_signals`` stops the run instead: in-flight work goes back to PENDING
     and the run becomes ``stopped`` (resumable). A paused run is waited on, never resumed.
     Given ``signals``, their owner (a service crawling several runs) installs the handlers.
+    ``siblings``: the processes of this crawl started together, this one included.
     """
     worker_id = new_worker_id()
     # Every line this crawl logs, in any task or thread it starts, names its run and worker.
     with logs.about(run=run.id, worker=worker_id):
-        return await _crawl(store, run, settings, worker_id, fetcher, on_start, stop_signals,
-                            signals)  # fmt: skip
+        options = dataclasses.replace(worker_options(settings), siblings=siblings)
+        return await _crawl(store, run, settings, options, worker_id, fetcher, on_start,
+                            stop_signals, signals)  # fmt: skip
 
 
 async def _crawl(
     store: Store,
     run: Run,
     settings: Settings,
+    options: WorkerOptions,
     worker_id: str,
     fetcher: Fetcher | None,
     on_start: Callable[[CrawlWorker], None] | None,
@@ -97,32 +103,15 @@ async def _crawl(
             run = await _wait_while_paused(store, run.id, settings.status_poll_seconds, signals)
             if signals.requested is not None or run.status is not RunStatus.RUNNING:
                 break
-            worker = _new_worker(store, run, settings, worker_id, page_fetcher, plain, page_plugins)
+            worker = CrawlWorker(
+                store, run, page_fetcher, options=options, worker_id=worker_id,
+                robots_fetcher=plain, plugins=page_plugins,
+            )  # fmt: skip
             client.bind(worker.polite_client)
             exit_reason = await _run_worker(store, run, worker, on_start, signals)
             if exit_reason is not WorkerExit.RUN_NOT_RUNNING:
                 break
     return await _ended(store, run.id, signals)
-
-
-def _new_worker(
-    store: Store,
-    run: Run,
-    settings: Settings,
-    worker_id: str,
-    page_fetcher: Fetcher,
-    plain: HttpFetcher,
-    plugins: PluginPipeline | None,
-) -> CrawlWorker:
-    return CrawlWorker(
-        store,
-        run,
-        page_fetcher,
-        options=worker_options(settings),
-        worker_id=worker_id,
-        robots_fetcher=plain,
-        plugins=plugins,
-    )
 
 
 def _plain_fetcher(settings: Settings, worker_id: str, run: Run) -> HttpFetcher:

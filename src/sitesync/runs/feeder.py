@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Callable
 
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import RunStatus
@@ -53,6 +54,9 @@ class LeaseFeeder:
         self._room = asyncio.Event()
         self._first_idle_wait = min(FIRST_IDLE_WAIT, options.poll_interval)
         self._idle_wait = self._first_idle_wait  # doubles while there is nothing to lease
+        #: Called when a host beyond the share has nothing of ours in flight any more (the
+        #: worker has its claims refreshed then: see Upkeep.look_now).
+        self.on_surplus_drained: Callable[[], None] = lambda: None
 
     async def feed(self) -> None:
         options = self.options
@@ -97,6 +101,8 @@ class LeaseFeeder:
         self._held[host] -= 1
         self._held_total -= 1
         self._room.set()
+        if self._held[host] <= 0 and host in self.claims.surplus:
+            self.on_surplus_drained()  # the host can go to another worker now
 
     async def give_back_waiting(self) -> None:
         """Leases not yet handed to a slot go back to pending now."""

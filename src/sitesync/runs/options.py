@@ -41,6 +41,9 @@ class WorkerOptions:
     # A fetch starts only while its host's claim has this left: a whole request and a second.
     claim_safety: float = setting_default("total_timeout") + 1
     max_claims_per_worker: int | None = setting_default("max_claims_per_worker")
+    # Processes of one crawl started together, this one included: at the start each takes
+    # only its part of the hosts, leaving the others theirs (runs.claims).
+    siblings: int = 1
     stats_flush_interval: int = setting_default("domain_stats_flush_interval_pages")
     max_links_per_page: int | None = setting_default("max_links_per_page")  # None = all
     max_parse_bytes: int | None = setting_default("max_parse_bytes")  # None = all

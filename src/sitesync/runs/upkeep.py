@@ -11,15 +11,16 @@ from sitesync.models import WorkerInfo
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.liveness import ProcessIdentity, is_gone
 from sitesync.runs.options import WorkerOptions
+from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
 
 #: Longest wait before a worker looks at its fair share of hosts again.
 CLAIM_REFRESH_SECONDS = 2.0
-#: How often a worker reads who else works on its run (a few rows). When a worker joined
-#: or left since the last refresh, or while this one holds hosts beyond its share, its
-#: claims are refreshed at once instead of at the next CLAIM_REFRESH_SECONDS.
+#: How often a worker reads who else works on its run (a few rows). While another worker
+#: shares the run (or when one joined or left), its claims are refreshed then instead of
+#: at the next CLAIM_REFRESH_SECONDS.
 MEMBERSHIP_CHECK_SECONDS = 0.5
 
 
@@ -42,6 +43,12 @@ class Upkeep:
         self.options = options
         self.claims = claims
         self._on_hosts_changed = on_hosts_changed
+        self._look = asyncio.Event()  # set: refresh the claims now, not at the next check
+
+    def look_now(self) -> None:
+        """Refresh the claims at once: a host beyond the share has nothing in flight any
+        more, and may go to a worker waiting for it now rather than at the next check."""
+        self._look.set()
 
     async def heartbeat(self) -> None:
         while True:
@@ -59,17 +66,27 @@ class Upkeep:
         the holders see it and drop their surplus. Holders look for joiners every
         MEMBERSHIP_CHECK_SECONDS, so that hand-over takes about a second, not two refresh
         intervals (four workers started together reached their shares 3.4 s after the
-        first; see benchmarks/README.md)."""
+        first; see benchmarks/README.md).
+
+        Shares also shrink as hosts run dry, and they run dry at different times: a worker
+        whose hosts are done sits idle until the others see that they hold more than their
+        share now and hand hosts over. Waiting for the next CLAIM_REFRESH_SECONDS for that
+        left one of a crawl's two processes idle for up to two seconds at the end of every
+        crawl (issue 33), so while the run has other workers each look refreshes (one
+        short transaction); a worker alone on its run refreshes only every interval."""
         interval = min(self.options.heartbeat, CLAIM_REFRESH_SECONDS)
         step = min(interval, MEMBERSHIP_CHECK_SECONDS)
         members: frozenset[str] | None = None
         waited = 0.0
         while True:
-            await asyncio.sleep(step)
+            asked = await wait_set(self._look, step)
+            self._look.clear()
             waited += step
             workers = await self.store.list_workers(self.run_id)
             now_members = frozenset(w.worker_id for w in workers if w.stopped_at is None)
-            if waited < interval and now_members == members and not self.claims.surplus:
+            alone = len(now_members - {self.worker_id}) == 0
+            quiet = now_members == members and alone and not self.claims.surplus
+            if waited < interval and quiet and not asked:
                 continue
             members, waited = now_members, 0.0
             await self.release_gone_workers(workers)

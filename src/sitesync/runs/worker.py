@@ -110,6 +110,7 @@ class CrawlWorker:
             store, run_id=run.id, worker_id=worker_id, identity=self._identity,
             options=options, claims=self.claims, on_hosts_changed=self._feeder.wake,
         )  # fmt: skip
+        self._feeder.on_surplus_drained = self._upkeep.look_now
         self._status = StatusWatcher(
             store, run=run, frontier=self.frontier, poll=options.status_poll,
             ending=self._ending, on_settings=self._retune,
@@ -146,6 +147,7 @@ class CrawlWorker:
             # A robots.txt, sitemap or redirect-hop request is no task: the store cannot see
             # it, so the host it is under way on is named, and kept, at each refresh.
             busy_hosts=self._hosts.limiter.busy_hosts,
+            siblings=self.options.siblings,
         )
 
     def _lease_flow(self) -> tuple[LeaseFeeder, ReportBatcher]:

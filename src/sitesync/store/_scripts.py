@@ -31,9 +31,10 @@ class ScriptedCoordination(PlainCoordination[P]):
         worker_ttl: float,
         max_hosts: int | None = None,
         busy_hosts: Sequence[str] = (),
+        min_workers: int = 1,
     ) -> ClaimGrant:
         busy, clock = self._db.text_list(busy_hosts), self._db.clock
-        args = (run_id, worker_id, claim_seconds, worker_ttl, max_hosts, busy)
+        args = (run_id, worker_id, claim_seconds, worker_ttl, max_hosts, busy, min_workers)
         return await self._db.run(lambda: claim_hosts(clock, *args))
 
     async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
@@ -76,6 +77,7 @@ def claim_hosts(
     worker_ttl: float,
     max_hosts: int | None,
     busy: Any,
+    min_workers: int,
 ) -> Script[ClaimGrant]:
     """The worker's heartbeat and claims renewed, finished hosts let go, then its fair share
     of the hosts with work: the surplus dropped or free hosts claimed (:func:`claim_step`)."""
@@ -87,8 +89,9 @@ def claim_hosts(
     yield Write("renew_claims", {**mine, "expires_at": now + claim_seconds})
     yield Write("drop_finished_claims", mine)
     [live] = yield Fetch("count_live_workers", {"run_id": run_id, "alive_after": now - worker_ttl})
-    [hosts] = yield Fetch("count_hosts_with_work", {"run_id": run_id})
-    share = fair_share(hosts["n"], live["n"], max_hosts)
+    [hosts] = yield Fetch("count_hosts_with_work", mine)  # claimed ones count too
+    # Workers known to be joining (a crawl's own processes) are left their share already.
+    share = fair_share(hosts["n"], max(live["n"], min_workers), max_hosts)
     held = len((yield Fetch("select_my_claims", mine)))
     if step := claim_step(held, share):
         query, extra = step

@@ -68,6 +68,7 @@ class CoordinationStore(Protocol):
         worker_ttl: float,
         max_hosts: int | None = None,
         busy_hosts: Sequence[str] = (),
+        min_workers: int = 1,
     ) -> ClaimGrant:
         """One transaction: heartbeat the worker, renew its live claims, drop claims on
         hosts with no work left and surplus claims (over its fair share) where it has
@@ -80,7 +81,9 @@ class CoordinationStore(Protocol):
         another worker send it a request while this one's is still in flight.
 
         The fair share is ceil(hosts with pending work / live workers), at least 1;
-        workers whose heartbeat is older than ``worker_ttl`` are not live.
+        workers whose heartbeat is older than ``worker_ttl`` are not live. ``min_workers``
+        counts workers known to be joining (a crawl's helpers, still starting) as live, so
+        that the first to claim leaves them their share instead of taking every host.
         """
         ...
 

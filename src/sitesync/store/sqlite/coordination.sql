@@ -56,8 +56,15 @@ DELETE FROM claims
                       AND (c.pending > 0 OR c.assigned > 0));
 
 -- name: count_hosts_with_work
--- From the host rows (run_host_counts_with_work): the cost follows hosts, not the frontier.
-SELECT COUNT(*) AS n FROM run_host_counts WHERE run_id = :run_id AND pending > 0;
+-- Hosts with pending work (run_host_counts_with_work: the cost follows hosts, not the
+-- frontier), and hosts a worker holds, whose tasks may all be leased at this moment: a
+-- claim counts against its holder's share, so it counts in the hosts shared too. (Counting
+-- pending work alone, a worker whose tasks were all in flight saw its share shrink below
+-- what it held, let hosts go, and took others back: issue 33.)
+SELECT COUNT(*) AS n FROM (
+       SELECT host FROM run_host_counts WHERE run_id = :run_id AND pending > 0
+       UNION
+       SELECT host FROM claims WHERE run_id = :run_id AND expires_at > :now) AS shared;
 
 -- name: drop_surplus_claims
 -- Over its fair share, a worker lets go of hosts where it has nothing in flight.
