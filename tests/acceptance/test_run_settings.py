@@ -93,7 +93,10 @@ def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: igno
 def test_every_process_crawls_with_the_runs_settings_and_a_change_reaches_them(
     db_url: str,
 ) -> None:
-    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=16, links_per_page=6,
+    # Enough pages that each host still has several to fetch after the change, however
+    # long a loaded machine takes to bring the second worker in (16 were not: under the
+    # whole suite both hosts could run dry first, and no gap after the change was left).
+    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=32, links_per_page=6,
                                  cross_host_links=False)).start()  # fmt: skip
     processes: list[subprocess.Popen[str]] = []
     try:
