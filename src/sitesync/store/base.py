@@ -28,6 +28,7 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store.base_fleet import CoordinationStore, SupervisionStore
+from sitesync.store.base_gone import GoneStore
 from sitesync.store.base_registry import OverviewStore, RecordStore, RegistryStore
 from sitesync.store.base_revisits import RevisitStore
 
@@ -35,6 +36,7 @@ __all__ = [
     "CoordinationStore",
     "DomainStore",
     "FrontierStore",
+    "GoneStore",
     "OverviewStore",
     "RecordStore",
     "RegistryStore",
@@ -209,6 +211,7 @@ class Store(
     RegistryStore,
     RecordStore,
     RevisitStore,
+    GoneStore,
     OverviewStore,
     Protocol,
 ):

@@ -32,6 +32,7 @@ from sitesync.store.postgres._db import (
 from sitesync.store.postgres.clock import ServerClock
 from sitesync.store.postgres.coordination import PostgresCoordination
 from sitesync.store.postgres.frontier import PostgresFrontier
+from sitesync.store.postgres.gone import PostgresGone
 from sitesync.store.postgres.records import PostgresRecords
 from sitesync.store.postgres.registry import PostgresRegistry
 from sitesync.store.postgres.revisits import PostgresRevisits
@@ -44,6 +45,7 @@ class PostgresStore(
     PostgresFrontier,
     PostgresRecords,
     PostgresRevisits,
+    PostgresGone,
     PostgresCoordination,
     PostgresSupervision,
     PlainOverview[PostgresDb],

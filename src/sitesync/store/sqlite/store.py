@@ -19,6 +19,7 @@ from sitesync.store._plain import PlainOverview
 from sitesync.store.sqlite._db import SqliteDb
 from sitesync.store.sqlite.coordination import SqliteCoordination
 from sitesync.store.sqlite.frontier import SqliteFrontier
+from sitesync.store.sqlite.gone import SqliteGone
 from sitesync.store.sqlite.records import SqliteRecords
 from sitesync.store.sqlite.registry import SqliteRegistry
 from sitesync.store.sqlite.revisits import SqliteRevisits
@@ -31,6 +32,7 @@ class SqliteStore(
     SqliteFrontier,
     SqliteRecords,
     SqliteRevisits,
+    SqliteGone,
     SqliteCoordination,
     SqliteSupervision,
     PlainOverview[SqliteDb],
