@@ -3,8 +3,9 @@
 A page is gone when the previous scan saw it and this one did not, because it now answers
 404 or 410, or (a completed scan only) because nothing in the site links to it any more.
 It gets a tombstone: a record version with the content hash ``GONE_HASH``
-(models/records.py), written by the scan that found it, so the record's history says when it went away. A page that comes
-back gets a new version (its content hash is not the tombstone's), like any change.
+(models/records.py), written by the scan that found it, so the record's history says when
+it went away. A page that comes back gets a new version (its content hash is not the
+tombstone's), like any change.
 
 "The previous scan" of a run is the latest earlier *completed* run of the same scope (a
 registry scan), or, for a plain crawl, with the same seeds and the same limits (allowed
