@@ -1,10 +1,14 @@
 """A small site whose pages a test changes between scans (issue 30): each path answers a
-status and a body that links to other paths; the test edits ``pages`` in between."""
+status and a body that links to other paths, with an ETag it honours; the test edits
+``pages`` in between."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import hashlib
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -27,18 +31,25 @@ class Page:
 class ChangingSite:
     pages: dict[str, Page]
     root: str = ""
-    served: list[tuple[str, int]] = field(default_factory=list)
+    served: list[tuple[str, int, int]] = field(default_factory=list)  # (path, status, bytes)
 
     def url(self, path: str) -> str:
         return f"{self.root}{path}"
 
     async def handle(self, request: web.Request) -> web.Response:
+        """The page, with a strong ETag of its body; a 304 when If-None-Match has it."""
         page = self.pages.get(request.path)
         if page is None:
-            self.served.append((request.path, 404))
+            self.served.append((request.path, 404, 0))
             return web.Response(status=404, text="not here")
-        self.served.append((request.path, page.status))
-        return web.Response(status=page.status, text=page.html(), content_type="text/html")
+        body = page.html().encode()
+        etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+        if page.status == 200 and request.headers.get("If-None-Match") == etag:
+            self.served.append((request.path, 304, 0))
+            return web.Response(status=304, headers={"ETag": etag})
+        self.served.append((request.path, page.status, len(body)))
+        return web.Response(status=page.status, body=body, content_type="text/html",
+                            headers={"ETag": etag})  # fmt: skip
 
 
 @asynccontextmanager
@@ -57,3 +68,21 @@ async def serving(pages: dict[str, Page]) -> AsyncIterator[ChangingSite]:
         yield site
     finally:
         await runner.cleanup()
+
+
+@contextmanager
+def serving_in_thread(pages: dict[str, Page]) -> Iterator[ChangingSite]:
+    """:func:`serving` on a thread of its own, for a test that runs the CLI in process
+    (which runs its own event loop)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    context = serving(pages)
+    site = asyncio.run_coroutine_threadsafe(context.__aenter__(), loop).result(10)
+    try:
+        yield site
+    finally:
+        asyncio.run_coroutine_threadsafe(context.__aexit__(None, None, None), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

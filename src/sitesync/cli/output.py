@@ -15,7 +15,14 @@ from typing import Annotated, Any
 import typer
 from pydantic import TypeAdapter
 
-from sitesync.models import Domain, DomainScan, RecordVersion, Schedule, SettingChange
+from sitesync.models import (
+    ChangeReport,
+    Domain,
+    DomainScan,
+    RecordVersion,
+    Schedule,
+    SettingChange,
+)
 from sitesync.readmodel.schema import RunDetail, RunSummary, StatusOverview
 
 #: The ``--json`` option of every command that reads.
@@ -85,6 +92,7 @@ SHAPES: dict[str, Any] = {
     "plugins": tuple[PluginRow, ...],
     "history": tuple[RecordVersion, ...],
     "diff": dict[str, Any],
+    "changes": ChangeReport,
     "why": dict[str, Any],
 }
 

@@ -28,11 +28,12 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store.base_fleet import CoordinationStore, SupervisionStore
-from sitesync.store.base_gone import GoneStore
+from sitesync.store.base_gone import ChangeStore, GoneStore
 from sitesync.store.base_registry import OverviewStore, RecordStore, RegistryStore
 from sitesync.store.base_revisits import RevisitStore
 
 __all__ = [
+    "ChangeStore",
     "CoordinationStore",
     "DomainStore",
     "FrontierStore",
@@ -212,6 +213,7 @@ class Store(
     RecordStore,
     RevisitStore,
     GoneStore,
+    ChangeStore,
     OverviewStore,
     Protocol,
 ):

@@ -379,3 +379,6 @@ CREATE TABLE last_fetches (
     links         bytea            NOT NULL,     -- zlib of a JSON array: the page's normalized links
     record_ids    bigint[]         NOT NULL      -- the records the body produced
 );
+
+-- Tombstones by run (migration 0018): the pages each scan found gone.
+CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from sitesync.store._changes import PlainChanges
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._plain import PlainOverview
 from sitesync.store.postgres._db import (
@@ -49,6 +50,7 @@ class PostgresStore(
     PostgresCoordination,
     PostgresSupervision,
     PlainOverview[PostgresDb],
+    PlainChanges[PostgresDb],
     PostgresRegistry,
 ):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""

@@ -318,3 +318,6 @@ CREATE TABLE last_fetches (
     links         BLOB    NOT NULL,     -- zlib of a JSON array: the page's normalized links
     record_ids    TEXT    NOT NULL      -- JSON array: the records the body produced
 ) WITHOUT ROWID;
+
+-- Tombstones by run (migration 0016): the pages each scan found gone.
+CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from sitesync.store._changes import PlainChanges
 from sitesync.store._plain import PlainOverview
 from sitesync.store.sqlite._db import SqliteDb
 from sitesync.store.sqlite.coordination import SqliteCoordination
@@ -36,6 +37,7 @@ class SqliteStore(
     SqliteCoordination,
     SqliteSupervision,
     PlainOverview[SqliteDb],
+    PlainChanges[SqliteDb],
     SqliteRegistry,
 ):
     """All store interfaces on one SQLite file.
