@@ -7,8 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
+
+from sitesync.cli.output import document
+from sitesync.config import load_settings
 from sitesync.models import ChangeReport, FetchOutcome, HostChanges, Run
 from sitesync.store.base import Store
+from sitesync.web import create_app
 from tests._changing_site import ChangingSite, Page, serving, serving_in_thread
 from tests.acceptance._cli import run_in_process
 from tests.integration.test_gone_pages import pages, scan
@@ -77,6 +82,14 @@ async def test_the_report_counts_what_happened_and_equals_a_recount_from_the_sto
     # The same question, one host asked for, and against an explicit earlier run.
     assert (await store.change_report(second.id, host=host.host)).total == report.total
     assert (await store.change_report(second.id, since_run_id=first.id)) == report
+    # The dashboard's JSON API serves the same report, as `sitesync changes --json` does.
+    app = create_app(load_settings(db=str(tmp_path / "unused.db")), store=store)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        served = (await http.get(f"/api/runs/{second.id}/changes")).json()
+        against_itself = (await http.get(f"/api/runs/{second.id}/changes?since={second.id}")).json()
+    assert served == document("changes", report)["data"]
+    assert against_itself["total"]["new"] == 0 and against_itself["since_run_id"] == second.id
 
 
 def test_the_cli_prints_the_report_as_a_table_and_as_json(db_url: str) -> None:

@@ -58,6 +58,8 @@ class StatusCheck:
 class ShownDomain:
     domain: Domain
     scans: tuple[DomainScan, ...]
+    # The change reports of its last scans (newest first), of its own and canonical host.
+    changes: tuple[ChangeReport, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
