@@ -275,7 +275,8 @@ class Settings(BaseSettings):
     """Seconds for a whole request, body included (flag: ``--timeout``)."""
 
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0)
-    """Largest body kept, counted after decompression; larger ones end as ``too_large``."""
+    """Largest body kept, counted after decompression; larger ones end as ``too_large``.
+    robots.txt is read up to its first 512 KiB (RFC 9309) whatever this is."""
 
     max_redirects: int = Field(10, ge=0)
     """Redirects followed per request before it ends as ``invalid``."""

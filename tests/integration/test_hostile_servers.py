@@ -264,9 +264,10 @@ async def test_binary_served_as_html_and_bad_charsets_are_recorded(
 
     async def latin1(request: web.Request) -> web.StreamResponse:
         body = '<a href="/p/1.html">caf\u00e9</a>'.encode("latin-1")
-        return web.Response(body=body, headers={"Content-Type": "text/html; charset=latin-1"})
+        return web.Response(body=body, headers={"Content-Type": "text/html; charset=latin1"})
 
-    site.set_handler("/latin1", latin1)  # the same bytes, declared right: a success
+    # The same bytes, declared right ("latin1" is a WHATWG label; "latin-1" is not): a success.
+    site.set_handler("/latin1", latin1)
     task = await crawl_one(site, tmp_path / "c", "/latin1")
     assert task.outcome == "success" and task.last_error is None
 
@@ -341,6 +342,46 @@ async def test_robots_disallowed_paths_get_no_request(
     assert blocked and all(t.state is TaskState.FAILED and t.outcome == "blocked" for t in blocked)
     assert all(t.last_error == "blocked: robots.txt disallows it" for t in blocked)
     assert len(requests_to(site, "/robots.txt")) == 1  # cached
+
+
+async def test_robots_over_the_body_cap_is_parsed_from_its_first_512_kib(
+    site_factory: Callable[[SiteSpec], LoopbackSite], tmp_path: Path
+) -> None:
+    """RFC 9309 §2.5: a robots.txt larger than max_body_bytes was "too large", so allowed
+    everything. Its first 512 KiB are parsed now (the rest is never read), whatever the cap."""
+    site = site_factory(SiteSpec(hosts=1, pages_per_host=30))
+    kib = 1024
+    rules = b"User-agent: *\nDisallow: /p/1\n"
+    head = rules + b"#" * (512 * kib - len(rules) - 8) + b"\n"
+    late = b"Disallow: /p/2\n"  # across the 512 KiB mark: cut, never read whole
+    total = 8 * 1024 * kib
+    sent = 0
+
+    async def huge_robots(request: web.Request) -> web.StreamResponse:
+        nonlocal sent
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.content_length = total
+        await response.prepare(request)
+        body = head + late + b"#" * (total - len(head) - len(late))
+        try:
+            for start in range(0, total, 64 * kib):
+                await response.write(body[start : start + 64 * kib])
+                sent = start + 64 * kib
+        except (ConnectionError, RuntimeError):
+            pass  # the crawler stopped reading: what this test wants
+        return response
+
+    assert len(head) < 512 * kib < len(head) + len(late)
+    site.set_handler("/robots.txt", huge_robots)
+    settings = fast_settings(tmp_path, respect_robots=True, max_body_bytes=64 * kib)
+    run, _, tasks = await run_crawl(settings, CrawlRequest(seeds=tuple(site.root_urls)))
+    assert run.status is RunStatus.COMPLETED
+    assert not [r for r in site.requests if r.path.startswith("/p/1")]  # not allow-all
+    blocked = [t for t in tasks if "/p/1" in t.url]
+    assert blocked and all(t.last_error == "blocked: robots.txt disallows it" for t in blocked)
+    assert [r for r in site.requests if r.path.startswith("/p/2")]  # the rule past 512 KiB
+    assert len(requests_to(site, "/robots.txt")) == 1
+    assert sent < total  # the rest of the 8 MB was never read
 
 
 async def test_robots_5xx_disallows_everything_until_rechecked(

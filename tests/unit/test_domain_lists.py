@@ -70,3 +70,36 @@ def test_a_bad_default_cadence_fails_at_start_up_naming_the_setting() -> None:
         load_settings(scan_cadence="every month")
     message = str(caught.value)
     assert "scan_cadence" in message and "'every month'" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("entry", "host"),
+    [
+        ("0x08080808", "8.8.8.8"),  # hex, one number
+        ("134744072", "8.8.8.8"),  # decimal, one number
+        ("010.010.010.010:8080", "8.8.8.8:8080"),  # octal parts, the port kept
+        ("8.0x8.2056", "8.8.8.8"),  # a short form: the last part fills the rest
+        ("http://1.2.3.4./", "1.2.3.4"),
+    ],
+)
+def test_a_host_written_as_numbers_is_the_address_it_means(entry: str, host: str) -> None:
+    """WHATWG URL host parsing, as browsers and the resolver (inet_aton) read such hosts."""
+    assert normalize_domain(entry) == host
+
+
+def test_private_addresses_written_as_numbers_are_refused_line_by_line() -> None:
+    text = "0x7f.1\n0xa9fea9fe\n2852039166\n0177.0.0.1\n127.1\nexample.com\n1.2.3.4.5\n09.1.1.1\n"
+    found = read_domain_list(text)
+    assert found.hosts == ["example.com"]
+    problems = dict(found.problems)
+    assert problems[1] == (
+        "'0x7f.1': 127.0.0.1 is a loopback address"
+        " (open it with allowed_networks or allow_private_networks)"
+    )
+    assert "169.254.169.254 is a link-local address" in problems[2]
+    assert "169.254.169.254 is a link-local address" in problems[3]
+    assert "127.0.0.1 is a loopback address" in problems[4] and problems[4].startswith("'0177")
+    assert "127.0.0.1 is a loopback address" in problems[5]
+    # Ends in a number, but is no address: refused as browsers refuse such a URL.
+    assert problems[7] == "'1.2.3.4.5': 1.2.3.4.5 ends in a number but is no IPv4 address"
+    assert "no IPv4 address" in problems[8]  # 09 is no octal number

@@ -69,18 +69,14 @@ CHECKED_ELSEWHERE: dict[str, tuple[str | None, str]] = {
 #: event would allow the move.
 _T, _R = TaskEvent, RunEvent
 QUERY_EVENTS: dict[str, tuple[TaskEvent, ...] | tuple[RunEvent, ...]] = {
-    "insert_task": (_T.ADMIT,),
     "insert_tasks": (_T.ADMIT,),
     "lease_tasks": (_T.ACQUIRE,),
     # release_gone_worker only ends the gone worker's leases (end_worker_leases): the next
     # acquire returns them to pending as it does expired ones.
     "reclaim_expired": (_T.LEASE_EXPIRED, _T.WORKER_GONE),
     "acquire": (_T.LEASE_EXPIRED, _T.WORKER_GONE, _T.ACQUIRE),
-    "mark_completed": (_T.REPORT_OK,),
     "complete_tasks": (_T.REPORT_OK,),
-    "mark_failed_attempt": (_T.REPORT_RETRY, _T.REPORT_LAST, _T.GIVE_UP),
     "fail_attempts": (_T.REPORT_RETRY, _T.REPORT_LAST, _T.GIVE_UP),
-    "release_lease": (_T.RELEASE,),
     "release_leases": (_T.RELEASE,),
     "release_worker": (_T.RELEASE_WORKER,),
     "end_host_tasks": (_T.HOST_ENDED,),
@@ -396,7 +392,7 @@ def test_the_scan_reads_the_known_writers_of_both_backends() -> None:
         for query in ("release_worker", "end_host_tasks", "update_run_status", "fail_crashed",
                       "start_queued_run", "complete_run_if_drained", "insert_run"):  # fmt: skip
             assert (backend, query) in names
-    assert {("sqlite", "mark_completed"), ("sqlite", "lease_tasks"), ("sqlite", "insert_task"),
+    assert {("sqlite", "complete_tasks"), ("sqlite", "lease_tasks"), ("sqlite", "insert_tasks"),
             ("postgres", "complete_tasks"), ("postgres", "acquire"),
             ("postgres", "insert_tasks")} <= names  # fmt: skip
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sitesync.errors import IllegalTransition
-from sitesync.frontier.transitions import RUN_TRANSITIONS
+from sitesync.frontier.transitions import RUN_TRANSITIONS, TaskEvent
 from sitesync.models import (
     AssetRecord,
     Lease,
@@ -27,7 +27,7 @@ from sitesync.models import (
     TaskState,
     WorkerInfo,
 )
-from sitesync.store import rules
+from sitesync.store import domain_lifecycle, rules
 
 
 def _run(status: RunStatus = RunStatus.RUNNING, **config: Any) -> Run:
@@ -161,18 +161,36 @@ def test_pick_per_host_keeps_order_the_limit_and_the_cap(
 
 def test_a_success_completes_the_task() -> None:
     query, params = rules.report_query(_report(http_status=200), max_retries=3, now=50.0)
-    assert query == "mark_completed"
+    assert query == "complete_tasks"
     assert params == {"task_id": 1, "token": 99, "now": 50.0, "http_status": 200, "error": None}
 
 
 def test_a_failure_retries_later_or_gives_up() -> None:
     report = _report(ok=False, retry_delay=2.5, give_up=True)
     query, params = rules.report_query(report, max_retries=3, now=50.0)
-    assert query == "mark_failed_attempt"
+    assert query == "fail_attempts"
     assert params["retry_at"] == 52.5
-    assert params["give_up"] is True and params["max_retries"] == 3
+    assert params["retry"] is False  # give_up: failed at once, attempts left or not
     assert params["http_status"] is None  # no HTTP response is no status, not 0
     assert params["error"] == "failed"  # a failure always says something
+
+
+@pytest.mark.parametrize(
+    ("attempt", "give_up", "event"),
+    [
+        (1, False, TaskEvent.REPORT_RETRY),
+        (2, False, TaskEvent.REPORT_RETRY),
+        (3, False, TaskEvent.REPORT_LAST),  # max_retries attempts made
+        (4, False, TaskEvent.REPORT_LAST),
+        (1, True, TaskEvent.GIVE_UP),
+    ],
+)
+def test_a_failure_retries_while_attempts_are_left_by_the_task_table(
+    attempt: int, give_up: bool, event: TaskEvent
+) -> None:
+    report = _report(ok=False, attempt=attempt, give_up=give_up)
+    assert rules.failure_event(report, max_retries=3) is event
+    assert rules.retries(report, max_retries=3) is (event is TaskEvent.REPORT_RETRY)
 
 
 def test_a_tally_counts_each_verdict_and_what_moved() -> None:
@@ -281,7 +299,7 @@ def test_a_stale_run_is_requeued_or_failed() -> None:
 def test_what_counts_as_a_site_answering(
     state: str, outcome: str, status: int | None, blocked: bool, reachable: bool
 ) -> None:
-    assert rules.root_reachable(state, outcome, status, blocked) is reachable
+    assert domain_lifecycle.root_reachable(state, outcome, status, blocked) is reachable
 
 
 def _root(host: str, reachable: bool, *, active: bool = True, streak: int = 0) -> dict[str, Any]:
@@ -301,7 +319,7 @@ def test_the_stale_lifecycle_of_scanned_domains() -> None:
         _root("two.test", False),
         _root("two.test", True),  # several roots on one host: any answer counts
     ]
-    summary, updates = rules.lifecycle_changes(9, rows, 100.0)
+    summary, updates = domain_lifecycle.lifecycle_changes(9, rows, 100.0)
     assert summary.reachable == ("up.test", "two.test")
     assert summary.newly_stale == ("new.test",)
     assert summary.deactivated == ("again.test",)  # an inactive one is not deactivated again

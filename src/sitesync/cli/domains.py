@@ -33,6 +33,7 @@ from sitesync.errors import ConfigError, InvalidURL
 from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
 from sitesync.models import ChangeReport, Domain, DomainScan
 from sitesync.models.changes import summed
+from sitesync.networks import numeric_ipv4_host
 from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
 from sitesync.urls import normalize_url, url_host
@@ -84,10 +85,25 @@ def normalize_domain(raw: str) -> str:
         raise InvalidURL("empty")
     url = text if "://" in text else f"https://{text}"
     try:
-        return url_host(normalize_url(url))
+        host = url_host(normalize_url(url))
     except InvalidURL as exc:
         # The message quotes the URL built here; the caller quotes the entry itself.
         raise InvalidURL(str(exc).removesuffix(f": {url!r}")) from None
+    return _canonical_numeric_host(host)
+
+
+def _canonical_numeric_host(host: str) -> str:
+    """``host[:port]`` with a host written as numbers (``0x7f.1``, ``2852039166``) in the
+    dotted form of the address it means, as browsers and the resolver read it: the
+    private-address check sees the real address, and the registry one name for it."""
+    if host.endswith("]"):
+        return host  # an IPv6 literal
+    name, colon, port = host.rpartition(":") if ":" in host else (host, "", "")
+    try:
+        address = numeric_ipv4_host(name)
+    except ValueError as exc:
+        raise InvalidURL(str(exc)) from None
+    return host if address is None else f"{address}{colon}{port}"
 
 
 def _refused_literal(host: str, network: NetworkPolicy) -> str | None:

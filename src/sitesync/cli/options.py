@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
@@ -153,6 +154,10 @@ _WRITTEN: tuple[Flag, ...] = (
 NEGATIVE = "no-"
 
 
+#: Where a setting's first sentence ends: at ". ", but not after "e.g." or "i.e.".
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\. ")
+
+
 def _generated(setting: str) -> Flag:
     """The flag of a setting no flag above is written for: its name, its type, and the first
     sentence of its documentation."""
@@ -161,7 +166,7 @@ def _generated(setting: str) -> Flag:
     name = "--" + setting.replace("_", "-")
     decls = (f"{name}/--{NEGATIVE}{name[2:]}",) if kind is bool else (name,)
     text = " ".join((field.description or setting).split()).replace("``", "")
-    sentence = text.split(". ")[0].split(" (flag:")[0].rstrip(".") + "."
+    sentence = _SENTENCE_END.split(text)[0].split(" (flag:")[0].rstrip(".") + "."
     return Flag(setting, decls, kind, sentence, unset="none" if field.default is None else "")
 
 

@@ -113,12 +113,16 @@ class Fetcher(Protocol):
         *,
         may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,
+        read_at_most: int | None = None,
     ) -> FetchResult:
         """Fetch ``url``; never raises for server or network behaviour.
 
         ``validators``: those of the store's last fetch of ``url``, sent as a conditional
         request (``If-None-Match``, ``If-Modified-Since``); a 304 then ends ``NOT_MODIFIED``
         with no body. A fetcher may ignore them (the browser does) and fetch in full.
+
+        ``read_at_most``: read only the first that many bytes of the body and stop reading
+        (robots.txt, RFC 9309 §2.5): a longer body is cut there, not ``TOO_LARGE``.
 
         Redirects are followed hop by hop up to ``max_redirects`` and recorded in
         ``redirects``. A hop to a non-HTTP URL, or one ``may_follow`` rejects, is not

@@ -261,9 +261,12 @@ class BrowserFetcher:
         *,
         may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,
+        read_at_most: int | None = None,
     ) -> FetchResult:
         # ``validators`` are ignored: a page is rendered from a full load (its scripts,
         # frames and requests), which a 304 for the document alone cannot stand for.
+        # read_at_most is not honoured: robots.txt (what asks for it) is always fetched over
+        # plain HTTP, never through the browser.
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)

@@ -26,9 +26,10 @@ from sitesync.fetch.base import (
     RedirectHop,
     parse_retry_after,
 )
+from sitesync.fetch.failures import request_failure
 from sitesync.fetch.lookups import NameLookups
 from sitesync.fetch.loopload import LoopLoad
-from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, forbidden_cause, parse_address
+from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, parse_address
 from sitesync.fetch.resolver import GuardedResolver
 from sitesync.fetch.text import header_text, safe_text
 from sitesync.models import Validators
@@ -116,13 +117,14 @@ class HttpFetcher:
         *,
         may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,
+        read_at_most: int | None = None,
     ) -> FetchResult:
         started = time.monotonic()
         try:
             # The total timeout covers the whole chain, body included: a server that
             # drips one byte a second cannot hold a worker past it.
             async with asyncio.timeout(self.limits.total_timeout):
-                return await self._follow(url, may_follow, started, validators)
+                return await self._follow(url, may_follow, started, validators, read_at_most)
         except TimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
 
@@ -132,6 +134,7 @@ class HttpFetcher:
         may_follow: FollowPolicy | None,
         started: float,
         validators: Validators | None,
+        read_at_most: int | None,
     ) -> FetchResult:
         hops: list[RedirectHop] = []
         seen = {url}
@@ -139,7 +142,7 @@ class HttpFetcher:
         while True:
             # The validators are those of ``url``'s body: a redirect target is asked in full.
             conditional = validators if current == url else None
-            result = await self._request(current, started, conditional)
+            result = await self._request(current, started, conditional, read_at_most)
             if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS and hops:
                 # Never fetched: the chain ends at the last URL that answered (so the
                 # refused address is not taken for the seed's canonical host).
@@ -162,23 +165,18 @@ class HttpFetcher:
             current = target
 
     async def _request(
-        self, url: str, started: float, validators: Validators | None = None
+        self,
+        url: str,
+        started: float,
+        validators: Validators | None = None,
+        read_at_most: int | None = None,
     ) -> FetchResult:
         if self._session is None or self._load is None:
             raise RuntimeError("HttpFetcher used outside 'async with'")
         target = yarl.URL(url, encoded=True)
-        options: dict[str, Any] = {}
-        profile = self._profiles(_host_of(target)) if self._profiles is not None else None
-        if validators:
-            options["headers"] = conditional_headers(validators)
-        if profile is not None:
-            options["headers"] = {**profile.request_headers(), **options.get("headers", {})}
-            if profile.proxy:
-                # The proxy connects to the target, not us: its address is checked here.
-                refused = await self._target_refusal(target)
-                if refused is not None:
-                    return _failed(url, FetchOutcome.FORBIDDEN_ADDRESS, refused, started)
-                options["proxy"] = profile.proxy
+        options = await self._options(target, validators)
+        if isinstance(options, str):
+            return _failed(url, FetchOutcome.FORBIDDEN_ADDRESS, options, started)
         stamp = _FirstByte(self._load)
         try:
             async with self._session.get(
@@ -191,9 +189,12 @@ class HttpFetcher:
                     return FetchResult(url=url, outcome=FetchOutcome.SUCCESS, status=status,
                                        final_url=url, headers=headers, first_byte=first_byte,
                                        first_byte_busy=busy)  # fmt: skip
-                body, too_large = await self._read_capped(response)
+                if read_at_most is None:
+                    body, too_large = await self._read_capped(response)
+                else:
+                    body, too_large = await _read_prefix(response, read_at_most), False
         except (aiohttp.ClientError, OSError) as exc:
-            outcome, error = _request_failure(exc, self.limits.connect_timeout)
+            outcome, error = request_failure(exc, self.limits.connect_timeout)
             return _failed(url, outcome, error, started)
         elapsed = time.monotonic() - started
         if too_large:
@@ -209,6 +210,25 @@ class HttpFetcher:
             elapsed=elapsed, retry_after=parse_retry_after(status, headers),
             first_byte=first_byte, first_byte_busy=busy,
         )  # fmt: skip
+
+    async def _options(
+        self, target: yarl.URL, validators: Validators | None
+    ) -> dict[str, Any] | str:
+        """The request's own headers and proxy (its conditional headers, the host's request
+        profile), or why the proxy's target is refused."""
+        options: dict[str, Any] = {}
+        profile = self._profiles(_host_of(target)) if self._profiles is not None else None
+        if validators:
+            options["headers"] = conditional_headers(validators)
+        if profile is not None:
+            options["headers"] = {**profile.request_headers(), **options.get("headers", {})}
+            if profile.proxy:
+                # The proxy connects to the target, not us: its address is checked here.
+                refused = await self._target_refusal(target)
+                if refused is not None:
+                    return refused
+                options["proxy"] = profile.proxy
+        return options
 
     async def _target_refusal(self, target: yarl.URL) -> str | None:
         """Why the network policy refuses a request's target (sent through a proxy, which
@@ -245,6 +265,19 @@ class HttpFetcher:
         return b"".join(chunks), False
 
 
+async def _read_prefix(response: aiohttp.ClientResponse, size: int) -> bytes:
+    """The first ``size`` bytes of the (decompressed) body; the rest is never read (the
+    connection is closed rather than drained)."""
+    chunks: list[bytes] = []
+    read = 0
+    async for chunk in response.content.iter_any():
+        chunks.append(chunk)
+        read += len(chunk)
+        if read >= size:
+            break
+    return b"".join(chunks)[:size]
+
+
 class _FirstByte:
     """One request's time to the first byte of its answer: from its headers sent (told by
     aiohttp's tracing) to its response's headers in, with the loop's busy time meanwhile."""
@@ -276,33 +309,6 @@ async def _headers_sent(
     stamp = context.trace_request_ctx
     if isinstance(stamp, _FirstByte):
         stamp.sent()
-
-
-def _request_failure(exc: BaseException, connect_timeout: float) -> tuple[FetchOutcome, str]:
-    """The outcome and error of a request that raised ``exc``, the most specific case first."""
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        if "not completed" in str(exc):
-            # The connection broke before the body was whole: a network failure, worth
-            # another attempt.
-            return FetchOutcome.UNREACHABLE, f"truncated body (connection broke mid-body): {exc}"
-        return FetchOutcome.INVALID, f"corrupt body: {exc}"
-    if isinstance(exc, aiohttp.InvalidURL):
-        return FetchOutcome.INVALID, f"invalid URL: {exc}"
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        # No connection at all (the host drops what it is sent): a host-level failure, like
-        # a refused one, that counts towards a dead host; a timeout after the host accepted
-        # says nothing about the host and stays TIMEOUT.
-        error = f"cannot connect: no answer to the connection within {connect_timeout:g}s"
-        return FetchOutcome.UNREACHABLE, error
-    if isinstance(exc, aiohttp.ServerTimeoutError):
-        return FetchOutcome.TIMEOUT, "timed out waiting for the server"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        refused = forbidden_cause(exc)
-        if refused is not None:
-            return FetchOutcome.FORBIDDEN_ADDRESS, str(refused.strerror)
-        return FetchOutcome.UNREACHABLE, f"cannot connect: {exc}"
-    reason = str(exc) or type(exc).__name__
-    return FetchOutcome.UNREACHABLE, f"connection failed: {reason}"
 
 
 def _host_of(url: yarl.URL) -> str:

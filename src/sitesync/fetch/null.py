@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from sitesync.fetch.base import FetchOutcome, FetchResult, FollowPolicy
 from sitesync.models import Validators
@@ -38,9 +39,13 @@ class NullFetcher:
         *,
         may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,  # nothing is requested: nothing to revalidate
+        read_at_most: int | None = None,
     ) -> FetchResult:
         if self._respond is not None:
-            return self._respond(url)
+            result = self._respond(url)
+            if read_at_most is not None and len(result.body) > read_at_most:
+                return replace(result, body=result.body[:read_at_most])
+            return result
         return FetchResult(
             url=url,
             outcome=FetchOutcome.SUCCESS,

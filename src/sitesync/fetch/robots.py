@@ -1,6 +1,8 @@
 """robots.txt with RFC 9309 semantics, cached per host.
 
-- 2xx: the rules apply (parsed by ``protego``; at most ``max_bytes`` are read).
+- 2xx: the rules apply (parsed by ``protego``). Only the first ``max_bytes`` (512 KiB) are
+  read, whatever ``max_body_bytes`` is: a longer robots.txt is parsed from its first
+  512 KiB (RFC 9309 §2.5 asks for at least 500 KiB), never taken for "too large, allow all".
 - 4xx (401 and 403 included, as RFC 9309 §2.3.1.3 says): no rules, everything allowed.
 - 5xx, unreachable, timeout: everything disallowed until ``error_ttl`` has passed, then
   fetched again (RFC 9309 §2.3.1.4).
@@ -139,7 +141,9 @@ class RobotsCache:
             if entry.expires_at <= self._clock():
                 async with gate() if gate is not None else contextlib.nullcontext():
                     result = await self._fetcher.fetch(
-                        origin + "/robots.txt", may_follow=_robots_redirects(origin)
+                        origin + "/robots.txt",
+                        may_follow=_robots_redirects(origin),
+                        read_at_most=self.max_bytes,
                     )
                 status, body = self._update(entry, result)
                 if self._persist is not None:

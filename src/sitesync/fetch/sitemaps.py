@@ -1,9 +1,11 @@
 """Sitemaps as a discovery source: robots.txt ``Sitemap:`` lines and ``/sitemap.xml``.
 
-Parsing extracts ``<loc>`` values with a regular expression instead of an XML parser:
-sitemaps in the wild are often malformed, and never expanding entities or DTDs makes
-XXE and entity-expansion bombs impossible by construction. Gzipped sitemaps are
-decompressed with a cap, so a gzip bomb stops at ``max_bytes``.
+XML sitemaps are read by a scan for ``<loc>`` elements instead of an XML parser: sitemaps
+in the wild are often malformed, and never expanding entities or DTDs makes XXE and
+entity-expansion bombs impossible by construction. The scan runs in time linear in the
+body (a site chooses the bytes: no pattern may backtrack over them). Plain-text sitemaps
+(one URL a line) are read too. Gzipped sitemaps are decompressed with a cap, so a gzip
+bomb stops at ``max_bytes``.
 """
 
 from __future__ import annotations
@@ -11,19 +13,32 @@ from __future__ import annotations
 import html
 import re
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from sitesync.fetch.base import FetchOutcome, FetchResult
 
-_LOC = re.compile(rb"<(?:\w+:)?loc>\s*(.*?)\s*</(?:\w+:)?loc>", re.IGNORECASE | re.DOTALL)
+# Each is searched from a position on, never backtracks past the next ``<``: linear.
+_LOC_OPEN = re.compile(rb"<(?:\w+:)?loc>", re.IGNORECASE)
+_LOC_CLOSE = re.compile(rb"</(?:\w+:)?loc>", re.IGNORECASE)
 _INDEX = re.compile(rb"<(?:\w+:)?sitemapindex[\s>]", re.IGNORECASE)
+_BOM = b"\xef\xbb\xbf"
+#: A longer ``<loc>`` is no URL anyone can fetch (sitemaps.org allows 2,048 characters): it
+#: is read as an empty entry, its text never copied nor unescaped.
+MAX_LOC_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Sitemap:
     urls: tuple[str, ...]  # page URLs (from a <urlset>)
     children: tuple[str, ...]  # nested sitemap URLs (from a <sitemapindex>)
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapEntry:
+    """One entry of a sitemap: its ``<loc>`` (or a text sitemap's line)."""
+
+    loc: str
 
 
 class SitemapTooLarge(Exception):
@@ -39,19 +54,66 @@ def gunzip_capped(data: bytes, max_bytes: int) -> bytes:
 
 
 def parse_sitemap(body: bytes, *, max_bytes: int, max_urls: int = 50_000) -> Sitemap:
-    """URLs of a sitemap or sitemap index body (gzipped or not)."""
+    """URLs of a sitemap or sitemap index body (gzipped or not, XML or plain text).
+
+    At most ``max_urls`` entries are read (empty ones count too): a million tiny entries
+    cost no more than the cap's worth.
+    """
     if body[:2] == b"\x1f\x8b":
         body = gunzip_capped(body, max_bytes)
     locs = []
-    for match in _LOC.finditer(body):
-        loc = html.unescape(match.group(1).decode("utf-8", errors="replace")).strip()
-        if loc:
-            locs.append(loc)
-        if len(locs) >= max_urls:
+    for count, entry in enumerate(sitemap_entries(body), start=1):
+        if entry.loc:
+            locs.append(entry.loc)
+        if count >= max_urls:
             break
     if _INDEX.search(body[:4096]):
         return Sitemap(urls=(), children=tuple(locs))
     return Sitemap(urls=tuple(locs), children=())
+
+
+def sitemap_entries(body: bytes) -> Iterator[SitemapEntry]:
+    """The entries of a (decompressed) sitemap, in order: XML, or text when the body does
+    not start with markup."""
+    start = body[:1024].lstrip(b" \t\r\n").removeprefix(_BOM).lstrip(b" \t\r\n")
+    if start and not start.startswith(b"<"):
+        return _text_entries(body)
+    return _xml_entries(body)
+
+
+def _xml_entries(body: bytes) -> Iterator[SitemapEntry]:
+    position = 0
+    while (opening := _LOC_OPEN.search(body, position)) is not None:
+        closing = _LOC_CLOSE.search(body, opening.end())
+        if closing is None:
+            return  # no later <loc> can close either: the rest is not read again
+        raw = body[opening.end() : closing.start()].strip()
+        yield SitemapEntry(loc=_text(raw) if len(raw) <= MAX_LOC_BYTES else "")
+        position = closing.end()
+
+
+def _text(raw: bytes) -> str:
+    """A ``<loc>``'s text, its character references resolved. A reference Python cannot
+    resolve (``&#`` and thousands of digits: over its int conversion limit) leaves the
+    text as it is: a bad entry, never an exception for the crawl."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return html.unescape(text).strip()
+    except ValueError:
+        return text
+
+
+def _text_entries(body: bytes) -> Iterator[SitemapEntry]:
+    """A text sitemap (sitemaps.org): one absolute URL a line. Every line is an entry (an
+    empty one unless it holds a URL), so that the cap on entries bounds the lines read."""
+    body = body.removeprefix(_BOM)
+    position = 0
+    while position < len(body):
+        end = body.find(b"\n", position)
+        end = len(body) if end < 0 else end
+        text = body[position:end].strip().decode("utf-8", errors="replace")
+        yield SitemapEntry(loc=text if text.startswith(("http://", "https://")) else "")
+        position = end + 1
 
 
 Fetch = Callable[[str], Awaitable[FetchResult]]

@@ -15,8 +15,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from sitesync.store._records import DEFAULT_MAX_STORED_BODY_BYTES
 from sitesync.store._rows import DEFAULT_MAX_ATTEMPTS_KEPT, Decoders
+from sitesync.store._steps import Script
 
 Db = TypeVar("Db")
+T = TypeVar("T")
 
 
 class Area(Generic[Db]):
@@ -52,4 +54,9 @@ class Plumbing(Protocol):
         """One write query in its own transaction, with ``now``; how many rows it changed.
         ``run_id`` names the run whose writers it queues with (its row lock on PostgreSQL;
         SQLite's file lock queues every writer anyway)."""
+        ...
+
+    async def run(self, make: Callable[[], Script[T]], *, reads_only: bool = False) -> T:
+        """The script ``make()`` returns (:mod:`sitesync.store._steps`), its steps answered in
+        one transaction (``reads_only``: reads, which SQLite runs outside a transaction)."""
         ...

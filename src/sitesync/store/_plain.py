@@ -18,10 +18,12 @@ from sitesync.models import (
     Claim,
     Domain,
     DomainScan,
+    HostAssets,
     HostBacklog,
     HostState,
     HostStatus,
     OutcomeCount,
+    RecordVersion,
     Run,
     RunHost,
     Schedule,
@@ -32,6 +34,7 @@ from sitesync.models import (
     WorkerLeases,
 )
 from sitesync.store._area import Area, Plumbing
+from sitesync.store._records import assets_from_row, decompress
 from sitesync.store._rows import (
     attempt_from_row,
     claim_from_row,
@@ -179,6 +182,35 @@ class PlainCoordination(Area[P]):
     async def save_host_failures(self, run_id: int, host: str, *, failures: int) -> None:
         params = {"run_id": run_id, "host": host, "failures": failures}
         await self._db.execute("save_host_failures", params, run_id=run_id)
+
+
+class PlainRecords(Area[P]):
+    """Reads of versioned records: one query each."""
+
+    async def record_history(self, key: str) -> list[RecordVersion]:
+        rows = await self._db.rows("select_history", {"key": key})
+        return [self._db.decode.version(row) for row in rows]
+
+    async def records_of_run(self, run_id: int, *, kind: str | None = None) -> list[RecordVersion]:
+        rows = await self._db.rows("select_run_records", {"run_id": run_id, "kind": kind})
+        return [self._db.decode.version(row) for row in rows]
+
+    async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
+        params = {"run_id": run_id, "task_id": task_id}
+        rows = await self._db.rows("select_task_records", params)
+        return [self._db.decode.version(row) for row in rows]
+
+    async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
+        params = {"run_id": run_id, "url": url, "limit": limit}
+        return [row["url"] for row in await self._db.rows("select_pages_linking_to", params)]
+
+    async def get_body(self, content_hash: str) -> bytes | None:
+        rows = await self._db.rows("select_body", {"content_hash": content_hash})
+        return decompress(rows[0]["compression"], rows[0]["data"]) if rows else None
+
+    async def run_assets(self, run_id: int) -> list[HostAssets]:
+        rows = await self._db.rows("select_run_assets", {"run_id": run_id})
+        return [assets_from_row(row) for row in rows]
 
 
 class PlainRegistry(Area[P]):

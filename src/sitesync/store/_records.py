@@ -32,7 +32,13 @@ ASSET_KINDS = frozenset({"image", "document"})
 _MAX_COMPARED_BYTES = 512 * 1024
 _MAX_COMPARED_WORDS = 20_000
 _SHINGLE = 3
-_MARKUP = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.S | re.I)
+# Markup is stripped by a scan, not by one pattern: ``<[^>]*>`` (or a ``<script`` that is
+# never closed) backtracks over the rest of the body for every ``<``: quadratic in it.
+_RAW_TEXT_OPEN = re.compile(r"<(script|style)\b", re.I)
+_RAW_TEXT_CLOSE = {
+    "script": re.compile(r"</script\s*>", re.I),
+    "style": re.compile(r"</style\s*>", re.I),
+}
 _WORD = re.compile(r"\w+")
 
 
@@ -136,10 +142,56 @@ def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
 
 def _shingles(content: bytes) -> set[tuple[str, ...]]:
     text = content[:_MAX_COMPARED_BYTES].decode("utf-8", errors="replace")
-    words = _WORD.findall(_MARKUP.sub(" ", text).lower())[:_MAX_COMPARED_WORDS]
+    words = _WORD.findall(without_markup(text).lower())[:_MAX_COMPARED_WORDS]
     if len(words) < _SHINGLE:
         return {tuple(words)} if words else set()
     return set(zip(*(words[i:] for i in range(_SHINGLE)), strict=False))
+
+
+def without_markup(text: str) -> str:
+    """``text`` with each tag, comment, script and style replaced by a space, in linear time.
+
+    Reads as ``<(script|style)\\b.*?</\\1\\s*>|<!--.*?-->|<[^>]*>`` replaced by a space would,
+    but a closing that was looked for once and is not there is never looked for again.
+    """
+    parts: list[str] = []
+    position = 0
+    unclosed: set[str] = set()  # closings known to be absent from here on
+    while (start := text.find("<", position)) >= 0:
+        parts.append(text[position:start])
+        end = _markup_end(text, start, unclosed)
+        if end is None:  # no ">" after it: nothing from here on is markup
+            position = start
+            break
+        parts.append(" ")
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _markup_end(text: str, start: int, unclosed: set[str]) -> int | None:
+    """Where the markup that starts at ``text[start]`` (a ``<``) ends, or None when no
+    ``>`` follows it at all."""
+    raw = _RAW_TEXT_OPEN.match(text, start)
+    if raw is not None:
+        name = raw.group(1).lower()
+        if name not in unclosed:
+            closing = _RAW_TEXT_CLOSE[name].search(text, raw.end())
+            if closing is not None:
+                return closing.end()
+            unclosed.add(name)
+    if text.startswith("<!--", start) and "-->" not in unclosed:
+        comment_end = text.find("-->", start + 4)
+        if comment_end >= 0:
+            return comment_end + 3
+        unclosed.add("-->")
+    if ">" in unclosed:
+        return None
+    tag_end = text.find(">", start)
+    if tag_end < 0:
+        unclosed.add(">")
+        return None
+    return tag_end + 1
 
 
 def record_params(record: AssetRecord, run_id: int, now: float) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from sitesync.models import (
     HostState,
     HostStatus,
     Lease,
+    RecordVersion,
     Run,
     RunConfig,
     RunCounters,
@@ -46,6 +47,7 @@ class Decoders:
     domain: Callable[[Row], Domain]
     schedule: Callable[[Row], Schedule]
     setting_change: Callable[[Row], SettingChange]
+    version: Callable[[Row], RecordVersion]  # a record version with its ``data``
 
 
 #: Attempts kept per task (``Settings.max_attempts_kept``); the oldest go first.

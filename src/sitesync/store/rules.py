@@ -4,8 +4,9 @@ The backends differ in SQL, in sync/async and in how a few values are encoded (J
 SQLite, ``jsonb`` and arrays in PostgreSQL). Every *decision* of a store call lives here:
 whether a run may move, which tasks a batch leases, what a report's verdicts are and how
 the run's counters move, how many hosts a worker may claim, what becomes of a stale run,
-and the stale lifecycle of a scanned domain. ``tests/unit/test_store_rules.py`` checks
-them without a database; ``tests/contract`` checks that both backends apply them alike.
+and (in :mod:`sitesync.store.domain_lifecycle`) the stale lifecycle of a scanned domain.
+``tests/unit/test_store_rules.py`` checks them without a database; ``tests/contract``
+checks that both backends apply them alike.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sitesync.errors import IllegalTransition
-from sitesync.frontier.transitions import run_may_become
+from sitesync.frontier.transitions import TaskEvent, next_state, run_may_become
 from sitesync.models import (
     NewTask,
     ReportVerdict,
     Run,
     RunStatus,
-    ScanSummary,
     TaskReport,
     TaskState,
     WorkerInfo,
@@ -32,9 +32,6 @@ from sitesync.models import (
 COUNTERS = (
     "pending", "assigned", "completed", "failed", "pages_fetched", "bytes_fetched", "retries",
 )  # fmt: skip
-
-#: Outcomes that mean the site did not answer at all (SPEC H2).
-UNREACHABLE_OUTCOMES = frozenset({"unreachable", "timeout"})
 
 
 class Row(Protocol):
@@ -121,7 +118,8 @@ def admission_room(run: Run) -> int | None:
 
 
 def counter_delta(run_id: int, now: float, **moves: int) -> dict[str, Any]:
-    """Parameters of the ``move_counters`` query: every counter, moved by ``moves``."""
+    """Parameters of SQLite's ``move_counters`` (the run's row): every counter, moved by
+    ``moves``."""
     params: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
     params.update(moves)
     params["run_id"] = run_id
@@ -165,7 +163,7 @@ class HostMoves:
             counters[name] += by
 
     def take(self, run_id: int, now: float) -> dict[str, Any] | None:
-        """Parameters of ``move_host_counters`` (one array per counter, hosts in order, so
+        """Parameters of PostgreSQL's ``move_counters`` (one array per counter, hosts in order, so
         that transactions lock host rows in one order), and start over; None: no move."""
         hosts = sorted(h for h, counters in self.moves.items() if any(counters.values()))
         params: dict[str, Any] | None = None
@@ -209,21 +207,38 @@ def report_query(report: TaskReport, max_retries: int, now: float) -> tuple[str,
     adds ``outcome``, ``final_url`` and ``redirects``, which it encodes its own way).
 
     A success completes the task; a failure goes back to pending after ``retry_delay``
-    while attempts are left, else fails for good (``give_up`` fails it at once).
+    while attempts are left, else fails for good (``give_up`` fails it at once): see
+    :func:`retries`.
     """
     lease = report.lease
     params: dict[str, Any] = {"task_id": lease.task_id, "token": lease.token, "now": now}
     if report.ok:
         params.update(http_status=report.http_status, error=report.error)
-        return "mark_completed", params
+        return "complete_tasks", params
     params.update(
-        max_retries=max_retries,
+        retry=retries(report, max_retries),
         retry_at=now + report.retry_delay,
-        give_up=report.give_up,
         http_status=report.http_status or None,
         error=report.error or "failed",
     )
-    return "mark_failed_attempt", params
+    return "fail_attempts", params
+
+
+def failure_event(report: TaskReport, max_retries: int) -> TaskEvent:
+    """The row of the task table an accepted failure makes: at once when it is not transient
+    (``give_up``), a retry while attempts are left, else its last attempt. The lease's
+    ``attempt_count`` is the task's: a report is applied only under its lease's token."""
+    if report.give_up:
+        return TaskEvent.GIVE_UP
+    if report.lease.attempt_count < max_retries:
+        return TaskEvent.REPORT_RETRY
+    return TaskEvent.REPORT_LAST
+
+
+def retries(report: TaskReport, max_retries: int) -> bool:
+    """Whether an accepted failure puts its task back to pending (``fail_attempts``'s
+    ``retry``), as the task table says of its :func:`failure_event`."""
+    return next_state(TaskState.ASSIGNED, failure_event(report, max_retries)) is TaskState.PENDING
 
 
 @dataclass(slots=True)
@@ -332,67 +347,3 @@ def recovery_step(
             "reason": f"crashed (no heartbeat for {stale_after:g}s); re-queued"
         }
     return "fail_crashed", {}
-
-
-# -- the domain registry ------------------------------------------------------------------
-
-
-def root_reachable(
-    state: str, outcome: str | None, http_status: int | None, site_blocked: bool
-) -> bool:
-    """Whether a finished root task shows its site answering.
-
-    A root that failed as ``unreachable`` or ``timeout``, or failed with no HTTP response at
-    all (robots.txt unreachable until the retries ran out), did not answer. A robots.txt
-    that answered and disallows the whole site (the run marked the host ``blocked``) is an
-    answer, and so is any HTTP status, an error page included.
-    """
-    if state != "failed":
-        return True
-    if outcome in UNREACHABLE_OUTCOMES:
-        return False
-    return http_status is not None or site_blocked
-
-
-def lifecycle_changes(
-    run_id: int, rows: Iterable[Mapping[str, Any]], now: float
-) -> tuple[ScanSummary, list[dict[str, Any]]]:
-    """The stale lifecycle (SPEC S2) for the roots a scan finished: what it did, and the
-    parameters of ``update_domain_lifecycle`` for each domain.
-
-    Reachable: stale and streak reset. First unreachable scan: stale, streak 1, still
-    active. Second consecutive (streak 2 or more): out of the active scan set.
-    """
-    seen: dict[str, tuple[bool, int, bool]] = {}  # host -> (active, streak, reachable)
-    for row in rows:
-        host = row["host"]
-        reachable = root_reachable(
-            row["state"], row["outcome"], row["http_status"], bool(row["site_blocked"])
-        )
-        if host in seen:  # several roots (seeds) on one host: any answer counts
-            reachable = reachable or seen[host][2]
-        seen[host] = (bool(row["active"]), int(row["unreachable_streak"]), reachable)
-    ok: list[str] = []
-    stale: list[str] = []
-    deactivated: list[str] = []
-    updates: list[dict[str, Any]] = []
-    for host, (active, streak, reachable) in seen.items():
-        if reachable:
-            ok.append(host)
-            streak, is_stale = 0, False
-        else:
-            streak, is_stale = streak + 1, True
-            if streak == 1:
-                stale.append(host)
-            elif active:
-                deactivated.append(host)
-            active = active and streak < 2
-        updates.append({"host": host, "active": active, "stale": is_stale, "streak": streak,
-                        "run_id": run_id, "now": now})  # fmt: skip
-    summary = ScanSummary(
-        run_id=run_id,
-        reachable=tuple(ok),
-        newly_stale=tuple(stale),
-        deactivated=tuple(deactivated),
-    )
-    return summary, updates

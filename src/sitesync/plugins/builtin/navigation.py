@@ -25,13 +25,10 @@ from sitesync.plugins.builtin._common import (
 KIND = "navigation"
 SAMPLE_SIZE = 10
 
-#: Where navigational links are looked for, most navigational first.
-_SOURCES = (
-    ("nav", "nav a[href], [role=navigation] a[href]"),
-    ("header", "header a[href]"),
-    ("menu", "[class*=menu] a[href], [id*=menu] a[href], [class*=nav] a[href], [id*=nav] a[href]"),
-    ("footer", "footer a[href]"),
-)
+#: Where navigational links are looked for, most navigational first: ``<nav>`` (and
+#: ``role=navigation``), ``<header>``, menus (a class or id that says ``menu`` or ``nav``),
+#: ``<footer>``. An anchor belongs to the first of them any of its ancestors is.
+_SOURCES = ("nav", "header", "menu", "footer")
 
 
 class NavigationSampler:
@@ -75,16 +72,62 @@ class NavigationSampler:
 
 
 def _candidates(page: ParsedPage) -> Iterator[tuple[str, str]]:
-    """(where found, normalized URL), navigation regions first; resolved only when needed."""
-    tree: Any = page.tree
-    for source, selector in _SOURCES:
-        for node in tree.css(selector):
+    """(where found, normalized URL), navigation regions first; resolved only when needed.
+
+    One pass over the anchors, each ancestor looked at once per page (not a CSS query per
+    region: ``nav a[href]`` walks every anchor's ancestors, quadratic on a deep page).
+    """
+    regions: dict[int, int | None] = {}
+    by_source: list[list[Any]] = [[] for _ in _SOURCES]
+    for node in page.tags("a"):
+        if "href" in node.attributes:
+            region = _region_above(node, regions)
+            if region is not None:
+                by_source[region].append(node)
+    for source, nodes in zip(_SOURCES, by_source, strict=True):
+        for node in nodes:
             url = page.resolve(node.attributes.get("href"))
             if url is not None:
                 yield source, url
     # The rest of the page: links the crawl already extracted and normalized.
     for url in page.artifact.links:
         yield "page", url
+
+
+def _region_above(node: Any, regions: dict[int, int | None]) -> int | None:
+    """The most navigational region (index in ``_SOURCES``) among ``node``'s ancestors.
+    ``regions`` remembers it per element (for everything below it), so each element of the
+    page is looked at once however many anchors lie below it."""
+    unknown: list[Any] = []
+    parent = node.parent
+    best: int | None = None
+    while parent is not None:
+        known = regions.get(parent.mem_id, -1)
+        if known != -1:
+            best = known
+            break
+        unknown.append(parent)
+        parent = parent.parent
+    for element in reversed(unknown):  # from the top down
+        own = _region_of(element)
+        if own is not None and (best is None or own < best):
+            best = own
+        regions[element.mem_id] = best
+    return best
+
+
+def _region_of(element: Any) -> int | None:
+    """The region an element makes of what is below it (index in ``_SOURCES``), or None."""
+    tag = element.tag
+    attributes = element.attributes
+    if tag == "nav" or attributes.get("role") == "navigation":
+        return 0
+    if tag == "header":
+        return 1
+    names = (attributes.get("class") or "") + " " + (attributes.get("id") or "")
+    if "menu" in names or "nav" in names:
+        return 2
+    return 3 if tag == "footer" else None
 
 
 def _failure(artifact: CrawlArtifact, page: ParsedPage) -> str | None:

@@ -90,17 +90,35 @@ def _word_count(tree: Any, page: ParsedPage) -> int:
     if body is None:
         return 0
     words = word_count(body.text(separator=" "))
+    fates: dict[int, bool] = {}
     for tag in _INVISIBLE:
         for node in page.tags(tag):
-            if _in_body(node):
+            if _subtracted(node, fates):
                 words -= word_count(node.text(separator=" "))
     return max(0, words)
 
 
-def _in_body(node: Any) -> bool:
+def _subtracted(node: Any, fates: dict[int, bool]) -> bool:
+    """Whether a script's or style's text is subtracted from the body's: it is in the body,
+    and not inside another script or style (whose text, subtracted, holds it already).
+
+    ``fates`` remembers, per element, the answer for everything below it: each element is
+    walked through once per page, so a page of deeply nested elements with a script at
+    every level costs its size, not its depth times its scripts.
+    """
+    passed: list[int] = []
     parent = node.parent
+    fate = False
     while parent is not None:
-        if parent.tag in ("body", "head"):
-            return bool(parent.tag == "body")
+        key = parent.mem_id
+        if key in fates:
+            fate = fates[key]
+            break
+        passed.append(key)
+        if parent.tag in _INVISIBLE or parent.tag in ("body", "head"):
+            fate = parent.tag == "body"
+            break
         parent = parent.parent
-    return False
+    for key in passed:
+        fates[key] = fate
+    return fate

@@ -1,4 +1,5 @@
-"""The PostgreSQL store's plumbing: its pool, transactions, queries, errors and migrations.
+"""The PostgreSQL store's plumbing: its pool, transactions, queries and errors (its
+migrations: ``upgrade.py``).
 
 Every write is one transaction. Task transitions move the run's counters in per-host rows
 (``run_host_counts``, folded on read by ``run_view``), never in the run's own row, so the
@@ -35,20 +36,22 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from sitesync.errors import ConfigError, MigrationError, RunNotFound, StoreError, StoreNotReady
+from sitesync.errors import ConfigError, RunNotFound, StoreError
 from sitesync.models import Run
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
-from sitesync.store._sql import check_current, load_migrations, load_namespace, refuse_newer
+from sitesync.store._sql import load_namespace
+from sitesync.store._steps import Fetch, Script, Step, Write
 from sitesync.store.postgres._rows import DECODE, run_from_row
 from sitesync.store.postgres.clock import ServerClock
 
 Conn: TypeAlias = AsyncConnection[DictRow]
 T = TypeVar("T")
 
-_PACKAGE = "sitesync.store.postgres"
+#: The backend's package: its queries and its migrations (``upgrade.py``) are read from it.
+PACKAGE = "sitesync.store.postgres"
 #: Every named query of the backend (``*.sql`` beside this module), loaded once.
-Q = load_namespace(_PACKAGE)
+Q = load_namespace(PACKAGE)
 _MAX_IDENTIFIER = 63  # PostgreSQL silently truncates longer names: two schemas could collide
 
 
@@ -122,6 +125,12 @@ class PostgresDb:
         async with errors_at(self.where):
             return await self._faults.run(functools.partial(self._attempt, work))
 
+    async def run(self, make: Callable[[], Script[T]], *, reads_only: bool = False) -> T:
+        """The script ``make()`` returns (:mod:`sitesync.store._steps`) in one transaction,
+        reads too (``reads_only``): their statements then see one snapshot."""
+        del reads_only
+        return await self.transaction(lambda conn: run_steps(conn, make()))
+
     def text_list(self, values: Sequence[str]) -> list[str]:
         """A list, sent as a ``text[]`` (``%(name)b::text[]`` in the queries)."""
         return list(values)
@@ -187,6 +196,26 @@ async def every(conn: Conn, query: str, params: Mapping[str, Any]) -> list[DictR
     return await (await conn.execute(Q[query], params)).fetchall()
 
 
+async def run_steps(conn: Conn, script: Script[T]) -> T:
+    """Answer each step of ``script`` on ``conn``, in the caller's transaction; its result."""
+    answer: Any = None
+    while True:
+        try:
+            step = script.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer = await _answer(conn, step)
+
+
+async def _answer(conn: Conn, step: Step) -> Any:
+    if isinstance(step, Fetch):
+        return await every(conn, step.query, step.params)
+    if isinstance(step, Write):
+        return (await conn.execute(Q[step.query], step.params)).rowcount
+    return await hold_run(conn, step.run_id)
+
+
 async def hold_run(conn: Conn, run_id: int) -> bool:
     """Lock the run's row for the caller's transaction; whether there is one."""
     return await one(conn, "lock_run", {"run_id": run_id}) is not None
@@ -245,13 +274,13 @@ async def errors_at(where: str, *, connecting: bool = False) -> AsyncIterator[No
         raise StoreError(f"store {where} is closed") from exc
     except PoolTimeout as exc:
         if connecting:
-            raise StoreError(f"cannot connect to PostgreSQL at {where}: {_line(exc)}") from exc
+            raise StoreError(f"cannot connect to PostgreSQL at {where}: {one_line(exc)}") from exc
         raise StoreError(
             f"no connection to PostgreSQL at {where} became free in time "
-            f"(pool exhausted or server unreachable): {_line(exc)}"
+            f"(pool exhausted or server unreachable): {one_line(exc)}"
         ) from exc
     except psycopg.Error as exc:
-        raise StoreError(f"PostgreSQL error at {where}: {_line(exc)}") from exc
+        raise StoreError(f"PostgreSQL error at {where}: {one_line(exc)}") from exc
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -289,7 +318,7 @@ async def connect(dsn: str, where: str, schema: str | None) -> Conn:
             dsn, autocommit=True, row_factory=dict_row, **application_name(dsn)
         )
     except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to PostgreSQL at {where}: {_line(exc)}") from exc
+        raise StoreError(f"cannot connect to PostgreSQL at {where}: {one_line(exc)}") from exc
     if schema is not None:
         try:
             async with errors_at(where):
@@ -307,72 +336,6 @@ async def use_schema(conn: Conn, *, schema: str) -> None:
     await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
 
 
-async def apply_migrations(
-    conn: Conn, schema: str | None, now: float, where: str = "PostgreSQL"
-) -> list[int]:
-    """Apply, in one transaction, every migration not yet recorded; the versions applied."""
-    applied: list[int] = []
-    async with conn.transaction():
-        await conn.execute(Q["lock_migrations"])
-        if schema is not None:
-            await _create_schema(conn, schema)
-        await conn.execute(Q["create_migrations_table"])
-        rows = await (await conn.execute(Q["select_migrations"])).fetchall()
-        done = {row["version"] for row in rows}
-        migrations = load_migrations(_PACKAGE)
-        refuse_newer(done, migrations, where)
-        for migration in migrations:
-            if migration.version in done:
-                continue
-            try:
-                # A file shipped in the package, never user input (see _sql.load_queries);
-                # bytes are how a query that is not a literal passes the driver's typing.
-                # Without parameters psycopg sends it as one simple query: many statements.
-                await conn.execute(migration.sql.encode())
-            except psycopg.Error as exc:
-                raise MigrationError(
-                    f"migration {migration.version:04d}_{migration.name} failed: {_line(exc)}"
-                ) from exc
-            params = {"version": migration.version, "name": migration.name, "now": now}
-            await conn.execute(Q["insert_migration"], params)
-            applied.append(migration.version)
-    return applied
-
-
-async def applied_versions(conn: Conn) -> set[int]:
-    """The versions recorded in ``schema_migrations``; none when there is no such table."""
-    found = await (await conn.execute(Q["migrations_table_exists"])).fetchone()
-    if found is None or not found["found"]:
-        return set()
-    rows = await (await conn.execute(Q["select_migrations"])).fetchall()
-    return {row["version"] for row in rows}
-
-
-async def check_migrated(conn: Conn, schema: str | None, where: str) -> None:
-    """For a command that only reads: ``StoreNotReady`` unless the schema exists with every
-    migration of this sitesync (and ``SchemaTooNew`` past them); nothing is created."""
-    if schema is not None:
-        exists = await (await conn.execute(Q["schema_exists"], {"schema": schema})).fetchone()
-        if exists is None:
-            raise StoreNotReady(f"{where}: no schema {schema!r}, so no sitesync store in it")
-    found = await (await conn.execute(Q["migrations_table_exists"])).fetchone()
-    if found is None or not found["found"]:
-        raise StoreNotReady(
-            f"{where} holds no sitesync store (no schema_migrations table); a command that "
-            "only reads never creates one: 'sitesync migrate' does"
-        )
-    rows = await (await conn.execute(Q["select_migrations"])).fetchall()
-    check_current({row["version"] for row in rows}, load_migrations(_PACKAGE), where)
-
-
-async def _create_schema(conn: Conn, schema: str) -> None:
-    # Checked first rather than CREATE SCHEMA IF NOT EXISTS: that one needs the CREATE
-    # privilege on the database even when the schema is already there.
-    exists = await (await conn.execute(Q["schema_exists"], {"schema": schema})).fetchone()
-    if exists is None:
-        await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-
-
-def _line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """libpq messages span lines (hints, per-host attempts); messages here are one line."""
     return " ".join(str(exc).split()) or type(exc).__name__

@@ -10,15 +10,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sitesync.models import Domain, Run, Schedule, SettingChange, Task, TaskReport
+from sitesync.models import Domain, RecordVersion, Run, Schedule, SettingChange, Task, TaskReport
 from sitesync.store import _rows as shared
-from sitesync.store.rules import Row
+from sitesync.store._records import version_from_row as version_from_data
+from sitesync.store.rules import Row, retries
 
 
 def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -> dict[str, Any]:
     """A batch of reports as the arrays of ``complete_tasks`` / ``fail_attempts`` (one
-    statement each for the whole batch): what ``mark_completed`` and ``mark_failed_attempt``
-    took one report at a time. ``redirects`` as JSON text, cast to jsonb by the query."""
+    statement each for the whole batch; SQLite runs the same queries one report at a
+    time). ``redirects`` as JSON text, cast to jsonb by the query."""
     ok = all(report.ok for report in reports)
     params: dict[str, Any] = {
         "task_ids": [r.lease.task_id for r in reports],
@@ -33,9 +34,8 @@ def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -
         "now": now,
     }
     if not ok:
-        params["give_up"] = [r.give_up for r in reports]
+        params["retry"] = [retries(r, max_retries) for r in reports]
         params["retry_at"] = [now + r.retry_delay for r in reports]
-        params["max_retries"] = max_retries
     return params
 
 
@@ -60,6 +60,10 @@ def task_from_row(row: Row) -> Task:
     return shared.task_from_row(row, redirects=row["redirects"] or ())
 
 
+def version_from_row(row: Row) -> RecordVersion:
+    return version_from_data(row, row["data"])
+
+
 #: This backend's way with its encoded columns, carried by its plumbing object.
 DECODE = shared.Decoders(
     run=run_from_row,
@@ -67,4 +71,5 @@ DECODE = shared.Decoders(
     domain=domain_from_row,
     schedule=schedule_from_row,
     setting_change=setting_change_from_row,
+    version=version_from_row,
 )

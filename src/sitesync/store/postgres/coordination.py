@@ -1,9 +1,11 @@
 """Workers, host claims, politeness state and per-host counters on PostgreSQL.
 
 SQL in ``coordination.sql``; the fair share and the claim decisions in
-:mod:`sitesync.store.rules`. A run's claim decisions take its row lock, so they are made
-one at a time; "hosts with work" is read from the run's host rows (``run_host_counts``),
-so a claim refresh costs what the hosts cost, not what the frontier holds.
+:mod:`sitesync.store.rules`; claims and gone workers, the same statements on both backends,
+are written once in :mod:`sitesync.store._scripts`. A run's claim decisions take its row
+lock, so they are made one at a time; "hosts with work" is read from the run's host rows
+(``run_host_counts``), so a claim refresh costs what the hosts cost, not what the frontier
+holds.
 """
 
 from __future__ import annotations
@@ -11,71 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sitesync.models import ClaimGrant, HostStatus, WorkerInfo
-from sitesync.store._plain import PlainCoordination
-from sitesync.store._rows import (
-    claim_from_row,
-)
-from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, hold_run, one
-from sitesync.store.rules import HostMoves, claim_step, fair_share, gone_worker_params
+from sitesync.models import HostStatus
+from sitesync.store._scripts import ScriptedCoordination
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, every, hold_run
+from sitesync.store.rules import HostMoves
 
 
-class PostgresCoordination(PlainCoordination[PostgresDb]):
-    """What takes more than one query: claims, gone workers, counters, dead hosts."""
-
-    # -- workers --------------------------------------------------------------------------
-
-    async def release_gone_worker(self, run_id: int, worker: WorkerInfo) -> int:
-        async def work(conn: Conn) -> int:
-            if not await hold_run(conn, run_id):
-                return 0
-            params = {**gone_worker_params(worker), "run_id": run_id, "now": self._db.clock()}
-            if (await conn.execute(Q["stop_gone_worker"], params)).rowcount != 1:
-                return 0
-            await conn.execute(Q["end_worker_claims"], params)
-            return (await conn.execute(Q["end_worker_leases"], params)).rowcount
-
-        return await self._db.transaction(work)
-
-    # -- claims ---------------------------------------------------------------------------
-
-    async def claim_hosts(
-        self,
-        run_id: int,
-        *,
-        worker_id: str,
-        claim_seconds: float,
-        worker_ttl: float,
-        max_hosts: int | None = None,
-        busy_hosts: Sequence[str] = (),
-    ) -> ClaimGrant:
-        async def work(conn: Conn) -> ClaimGrant:
-            if not await hold_run(conn, run_id):
-                return ClaimGrant(claims=(), share=0)
-            now = self._db.clock()
-            mine = {"run_id": run_id, "worker_id": worker_id, "now": now, "busy": list(busy_hosts)}
-
-            async def count(query: str, params: dict[str, Any]) -> Any:
-                row = await one(conn, query, params)
-                assert row is not None  # COUNT(*) always yields a row
-                return row["n"]
-
-            await conn.execute(Q["heartbeat_worker"], mine)
-            await conn.execute(Q["renew_claims"], {**mine, "expires_at": now + claim_seconds})
-            await conn.execute(Q["drop_finished_claims"], mine)
-            alive = {"run_id": run_id, "alive_after": now - worker_ttl}
-            live = await count("count_live_workers", alive)
-            hosts = await count("count_hosts_with_work", {"run_id": run_id})
-            share = fair_share(hosts, live, max_hosts)
-            held = len(await every(conn, "select_my_claims", mine))
-            if step := claim_step(held, share):
-                query, extra = step
-                params = {**mine, **extra, "expires_at": now + claim_seconds}
-                await conn.execute(Q[query], params)
-            rows = await every(conn, "select_my_claims", mine)
-            return ClaimGrant(claims=tuple(claim_from_row(row) for row in rows), share=share)
-
-        return await self._db.transaction(work)
+class PostgresCoordination(ScriptedCoordination[PostgresDb]):
+    """What takes more than one query and is this backend's own: counters, dead hosts
+    (claims and gone workers are written once for both, in :mod:`sitesync.store._scripts`)."""
 
     # -- per-host counters ----------------------------------------------------------------
 
@@ -89,7 +35,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
                 params = {"run_id": run_id, "now": now, "hosts": [row["host"] for row in rows],
                           "pages": [row["pages"] for row in rows],
                           "errors": [row["errors"] for row in rows]}  # fmt: skip
-                await conn.execute(Q["add_hosts_counts"], params)
+                await conn.execute(Q["add_host_counts"], params)
                 await conn.execute(Q["touch_domains"], params)
             counted: int = sum(row["pages"] + row["errors"] for row in rows)
             if final:
@@ -115,7 +61,7 @@ class PostgresCoordination(PlainCoordination[PostgresDb]):
             if ended:
                 moves = HostMoves()
                 moves.add(host, pending=-ended, failed=ended)
-                await conn.execute(Q["move_host_counters"], moves.take(run_id, now))
+                await conn.execute(Q["move_counters"], moves.take(run_id, now))
             return ended
 
         return await self._db.transaction(work)

@@ -166,7 +166,7 @@ SELECT host,
  GROUP BY host
  ORDER BY host;
 
--- name: add_hosts_counts
+-- name: add_host_counts
 -- One statement for every host of a flush (a round trip each would be one per host), in
 -- host order, as every writer of host rows takes them.
 INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)

@@ -227,7 +227,7 @@ async def _config(conn: Conn, run_id: int) -> RunConfig:
 
 async def _move(conn: Conn, run_id: int, moves: rules.HostMoves, now: float) -> None:
     if params := moves.take(run_id, now):
-        await conn.execute(Q["move_host_counters"], params)
+        await conn.execute(Q["move_counters"], params)
 
 
 async def _leased_with(conn: Conn, run_id: int, token: int) -> list[Lease]:

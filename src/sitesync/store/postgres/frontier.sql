@@ -2,7 +2,7 @@
 -- Query names match the SQLite store's wherever both backends have the query.
 -- Arrays of text go in binary (placeholders ending in b): see records.sql, "Batched writes".
 
--- name: move_host_counters
+-- name: move_counters
 -- Every counter move of one transaction, one row per host, in host order (the arrays come
 -- sorted): two transactions that move the same hosts lock their rows in the same order.
 INSERT INTO run_host_counts AS c (run_id, host, tasks_total, pending, assigned, completed,
@@ -129,12 +129,12 @@ UPDATE tasks AS t
 RETURNING t.id, t.state;
 
 -- name: fail_attempts
--- Every failure of a report batch in one statement: PENDING again while attempts are
--- left, FAILED once max_retries attempts were made (or at once when not transient).
+-- Every failure of a report batch in one statement: PENDING again where r.retry, else
+-- FAILED: rules.retries decides, by the task table.
 UPDATE tasks AS t
-   SET state = CASE WHEN t.attempt_count < %(max_retries)s AND NOT r.give_up THEN 'pending'
+   SET state = CASE WHEN r.retry THEN 'pending'
                     ELSE 'failed' END,
-       next_eligible_at = CASE WHEN t.attempt_count < %(max_retries)s AND NOT r.give_up
+       next_eligible_at = CASE WHEN r.retry
                                THEN r.retry_at ELSE t.next_eligible_at END,
        http_status = r.http_status,
        outcome = r.outcome,
@@ -147,8 +147,8 @@ UPDATE tasks AS t
        updated_at = %(now)s
   FROM unnest(%(task_ids)s::bigint[], %(tokens)s::bigint[], %(http_statuses)s::integer[],
               %(errors)b::text[], %(outcomes)b::text[], %(final_urls)b::text[],
-              %(redirects)b::text[], %(give_up)s::boolean[], %(retry_at)s::double precision[])
-       AS r (task_id, token, http_status, error, outcome, final_url, redirects, give_up,
+              %(redirects)b::text[], %(retry)s::boolean[], %(retry_at)s::double precision[])
+       AS r (task_id, token, http_status, error, outcome, final_url, redirects, retry,
              retry_at)
  WHERE t.id = r.task_id AND t.state = 'assigned' AND t.lease_token = r.token
 RETURNING t.id, t.state;

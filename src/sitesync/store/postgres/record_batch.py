@@ -121,7 +121,7 @@ async def add_assets(conn: Conn, run_id: int, tallies: dict[str, AssetTally]) ->
             "found": [t.found for t in moved.values()],
             "stored": [t.stored for t in moved.values()],
         }
-        await conn.execute(Q["add_hosts_assets"], params)
+        await conn.execute(Q["add_host_assets"], params)
 
 
 def _columns(rows: list[dict[str, Any]], **scalars: Any) -> dict[str, Any]:

@@ -5,7 +5,8 @@ Writes run inside the report transaction (:func:`save_records`, called by the fr
 key at the same time, so a new version is decided under the record's row lock
 (``lock_record``), and a new key's insert gives way to one another run made first; an
 unchanged sighting needs no lock. SQL lives in ``records.sql``; what is a decision (keep
-a body, similarity) in :mod:`sitesync.store._records`.
+a body, similarity) in :mod:`sitesync.store._records`. The reads are written once for
+both backends (:mod:`sitesync.store._plain`, :mod:`sitesync.store._scripts`).
 """
 
 from __future__ import annotations
@@ -16,68 +17,27 @@ from dataclasses import dataclass
 
 from psycopg.rows import DictRow
 
-from sitesync.models import AssetRecord, HostAssets, RecordVersion, RunDiff, TaskReport
+from sitesync.models import AssetRecord, TaskReport
 from sitesync.store._records import (
     AssetTally,
     BodyPlan,
-    assets_from_row,
     body_params,
-    change_from_row,
     data_json,
     decompress,
-    one_sided_change,
     plan_body,
     record_json,
     record_params,
     similarity,
-    version_from_row,
     version_params,
 )
-from sitesync.store.postgres._db import Conn, PostgresArea, Q, every, one
+from sitesync.store._scripts import ScriptedRecords
+from sitesync.store.postgres._db import Conn, PostgresDb, Q, one
 from sitesync.store.postgres.record_batch import add_assets, save_batch
 
 
-class PostgresRecords(PostgresArea):
-    async def record_history(self, key: str) -> list[RecordVersion]:
-        rows = await self._db.rows("select_history", {"key": key})
-        return [version_from_row(row, row["data"]) for row in rows]
-
-    async def records_of_run(self, run_id: int, *, kind: str | None = None) -> list[RecordVersion]:
-        rows = await self._db.rows("select_run_records", {"run_id": run_id, "kind": kind})
-        return [version_from_row(row, row["data"]) for row in rows]
-
-    async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
-        params = {"run_id": run_id, "task_id": task_id}
-        rows = await self._db.rows("select_task_records", params)
-        return [version_from_row(row, row["data"]) for row in rows]
-
-    async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
-        params = {"run_id": run_id, "url": url, "limit": limit}
-        return [row["url"] for row in await self._db.rows("select_pages_linking_to", params)]
-
-    async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
-        async def work(conn: Conn) -> RunDiff:
-            # One transaction: the three answers describe one moment.
-            added = await every(conn, "diff_only_in", {"run_id": run_b, "other_run_id": run_a})
-            removed = await every(conn, "diff_only_in", {"run_id": run_a, "other_run_id": run_b})
-            changed = await every(conn, "diff_changed", {"run_a": run_a, "run_b": run_b})
-            return RunDiff(
-                run_a=run_a,
-                run_b=run_b,
-                added=tuple(one_sided_change(row, side="b") for row in added),
-                removed=tuple(one_sided_change(row, side="a") for row in removed),
-                changed=tuple(change_from_row(row) for row in changed),
-            )
-
-        return await self._db.transaction(work)
-
-    async def get_body(self, content_hash: str) -> bytes | None:
-        rows = await self._db.rows("select_body", {"content_hash": content_hash})
-        return decompress(rows[0]["compression"], rows[0]["data"]) if rows else None
-
-    async def run_assets(self, run_id: int) -> list[HostAssets]:
-        rows = await self._db.rows("select_run_assets", {"run_id": run_id})
-        return [assets_from_row(row) for row in rows]
+class PostgresRecords(ScriptedRecords[PostgresDb]):
+    """Every read is written once for both backends (``_plain``, ``_scripts``); what is
+    PostgreSQL's own is the writing, below."""
 
 
 # -- writing (inside the report transaction) ---------------------------------------------

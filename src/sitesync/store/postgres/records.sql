@@ -184,7 +184,7 @@ SELECT %(run_id)s, r, v, t, %(now)s
 ON CONFLICT (run_id, record_id) DO NOTHING
 RETURNING record_id;
 
--- name: add_hosts_assets
+-- name: add_host_assets
 INSERT INTO run_host_assets (run_id, host, assets_found, assets_stored)
 SELECT %(run_id)s, h, f, s
   FROM unnest(%(hosts)b::text[], %(found)s::bigint[], %(stored)s::bigint[]) AS a(h, f, s)

@@ -1,7 +1,7 @@
 """The domain registry, scans of scopes and their schedules on PostgreSQL.
 
 SQL in ``registry.sql``, under the same names as the SQLite store's. The stale lifecycle rule is
-:func:`sitesync.store.rules.lifecycle_changes`, so both
+:func:`sitesync.store.domain_lifecycle.lifecycle_changes`, so both
 backends decide alike. Applying a scan locks its run row first, like every write that
 touches a run (one lock order), then the scope's domain rows in host order.
 """
@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 from sitesync.errors import ScanConflict, StoreError
 from sitesync.models import Run, RunConfig, ScanSummary
 from sitesync.store._plain import PlainRegistry
+from sitesync.store.domain_lifecycle import lifecycle_changes
 from sitesync.store.postgres._db import (
     Conn,
     PostgresDb,
@@ -27,7 +28,6 @@ from sitesync.store.postgres._db import (
     one,
     read_run,
 )
-from sitesync.store.rules import lifecycle_changes
 
 _ONE_ACTIVE_PER_SCOPE = "runs_one_active_per_scope"
 # A conflicting run that ends between our failed insert and the look-up: insert again.

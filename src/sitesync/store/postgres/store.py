@@ -22,9 +22,6 @@ from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._plain import PlainOverview
 from sitesync.store.postgres._db import (
     PostgresDb,
-    applied_versions,
-    apply_migrations,
-    check_migrated,
     check_schema,
     connect,
     describe,
@@ -39,6 +36,7 @@ from sitesync.store.postgres.registry import PostgresRegistry
 from sitesync.store.postgres.revisits import PostgresRevisits
 from sitesync.store.postgres.runs import PostgresRuns
 from sitesync.store.postgres.supervision import PostgresSupervision
+from sitesync.store.postgres.upgrade import applied_versions, apply_migrations, check_migrated
 
 
 class PostgresStore(

@@ -32,6 +32,7 @@ from sitesync.errors import MigrationError, StoreError, StoreLocked, StoreNotRea
 from sitesync.store._area import Area
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS, FaultBudget
 from sitesync.store._sql import check_current, load_migrations, load_namespace, refuse_newer
+from sitesync.store._steps import Fetch, Script, Step, Write
 from sitesync.store.sqlite._rows import DECODE
 
 T = TypeVar("T")
@@ -90,6 +91,15 @@ class SqliteDb:
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(conn)`` on the store's thread, outside any transaction (reads only)."""
         return await self._call(self._outside_transaction, work)
+
+    async def run(self, make: Callable[[], Script[T]], *, reads_only: bool = False) -> T:
+        """The script ``make()`` returns (:mod:`sitesync.store._steps`) in one transaction,
+        or, ``reads_only``, outside any (as :meth:`read`)."""
+
+        def work(conn: sqlite3.Connection) -> T:
+            return run_steps(conn, make())
+
+        return await (self.read(work) if reads_only else self.transaction(work))
 
     async def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """The rows of one read query."""
@@ -262,3 +272,23 @@ def _statements(script: str) -> Iterator[str]:
         part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
     ):
         raise MigrationError(f"unterminated SQL statement in migration: {buffer[:200]!r}")
+
+
+def run_steps(conn: sqlite3.Connection, script: Script[T]) -> T:
+    """Answer each step of ``script`` on ``conn``, in the caller's transaction; its result."""
+    answer: Any = None
+    while True:
+        try:
+            step = script.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer = _answer(conn, step)
+
+
+def _answer(conn: sqlite3.Connection, step: Step) -> Any:
+    if isinstance(step, Fetch):
+        return conn.execute(Q[step.query], step.params).fetchall()
+    if isinstance(step, Write):
+        return conn.execute(Q[step.query], step.params).rowcount
+    return True  # HoldRun: BEGIN IMMEDIATE already holds the whole file

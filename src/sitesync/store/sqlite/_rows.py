@@ -10,8 +10,18 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sitesync.models import Domain, NewTask, Run, Schedule, SettingChange, Task, TaskReport
+from sitesync.models import (
+    Domain,
+    NewTask,
+    RecordVersion,
+    Run,
+    Schedule,
+    SettingChange,
+    Task,
+    TaskReport,
+)
 from sitesync.store import _rows as shared
+from sitesync.store._records import version_from_row as version_from_data
 from sitesync.store.rules import Row
 
 
@@ -26,7 +36,7 @@ def outcome_params(report: TaskReport) -> dict[str, Any]:
 def task_rows(
     run_id: int, tasks: Sequence[NewTask], now: float
 ) -> Iterator[tuple[int, str, str, int, int, float, int | None]]:
-    """Parameters of ``insert_task`` (numbered, in its order), one per new task."""
+    """Parameters of ``insert_tasks`` (numbered, in its order), one per new task."""
     for task in tasks:
         yield (run_id, task.url, task.host, task.depth, task.priority, now, task.found_from)
 
@@ -57,6 +67,10 @@ def task_from_row(row: Row) -> Task:
     return shared.task_from_row(row, redirects=json.loads(row["redirects"] or "[]"))
 
 
+def version_from_row(row: Row) -> RecordVersion:
+    return version_from_data(row, json.loads(row["data"]))
+
+
 #: This backend's way with its encoded columns, carried by its plumbing object.
 DECODE = shared.Decoders(
     run=run_from_row,
@@ -64,4 +78,5 @@ DECODE = shared.Decoders(
     domain=domain_from_row,
     schedule=schedule_from_row,
     setting_change=setting_change_from_row,
+    version=version_from_row,
 )

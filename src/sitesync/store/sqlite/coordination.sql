@@ -167,6 +167,7 @@ UPDATE tasks SET counted = 1
  WHERE run_id = :run_id AND counted = 0 AND state IN ('completed', 'failed');
 
 -- name: add_host_counts
+-- One host at a time (PostgreSQL's takes the flush's hosts as arrays).
 INSERT INTO run_hosts (run_id, host, pages_crawled, errors, updated_at)
 VALUES (:run_id, :host, :pages, :errors, :now)
 ON CONFLICT (run_id, host) DO UPDATE
@@ -174,7 +175,8 @@ ON CONFLICT (run_id, host) DO UPDATE
        errors = run_hosts.errors + excluded.errors,
        updated_at = excluded.updated_at;
 
--- name: touch_domain
+-- name: touch_domains
+-- One host at a time (PostgreSQL's takes the flush's hosts as arrays).
 INSERT INTO domains (host, first_seen_at, updated_at, last_run_id, last_crawled_at)
 VALUES (:host, :now, :now, :run_id, :now)
 ON CONFLICT (host) DO UPDATE
@@ -211,11 +213,6 @@ INSERT INTO run_hosts (run_id, host, failures, updated_at)
 VALUES (:run_id, :host, :failures, :now)
 ON CONFLICT (run_id, host) DO UPDATE
    SET failures = excluded.failures, updated_at = excluded.updated_at;
-
--- name: move_ended_counters
-UPDATE runs
-   SET pending = pending - :ended, failed = failed + :ended, last_activity_at = :now
- WHERE id = :run_id;
 
 -- name: mark_host_ended
 -- The host's terminal status, unless it already had one; ended_as/ended_reason are what

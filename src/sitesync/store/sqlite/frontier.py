@@ -115,7 +115,7 @@ class SqliteFrontier(TaskReads[SqliteDb]):
             for lease in leases:
                 params = {"task_id": lease.task_id, "token": lease.token,
                           "not_before": not_before, "now": now}  # fmt: skip
-                released += conn.execute(Q["release_lease"], params).rowcount
+                released += conn.execute(Q["release_leases"], params).rowcount
             return _count_released(conn, run_id, released, now)
 
         return await self._db.transaction(work)
@@ -143,7 +143,7 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
     # rowcount: the rows the batch's inserts took (a known URL is ignored), summed by
     # executemany over the batch; the hosts' counts follow from the rowid range taken.
     if room is None:
-        admitted = conn.executemany(Q["insert_task"], task_rows(run_id, tasks, now)).rowcount
+        admitted = conn.executemany(Q["insert_tasks"], task_rows(run_id, tasks, now)).rowcount
     else:
         # Duplicates do not count against max_pages, so insert in slices no larger
         # than the room left and re-measure after each.
@@ -151,7 +151,7 @@ def admit(conn: sqlite3.Connection, run_id: int, tasks: Sequence[NewTask], now: 
         while room > 0 and position < len(tasks):
             chunk = tasks[position : position + room]
             position += len(chunk)
-            gained = conn.executemany(Q["insert_task"], task_rows(run_id, chunk, now)).rowcount
+            gained = conn.executemany(Q["insert_tasks"], task_rows(run_id, chunk, now)).rowcount
             admitted += gained
             room -= gained
     if admitted:
@@ -183,7 +183,7 @@ def _keep_attempts(
     bound."""
     if not accepted:
         return
-    conn.executemany(Q["insert_attempt"], attempt_rows(accepted, now))
+    conn.executemany(Q["insert_attempts"], attempt_rows(accepted, now))
     for task_id, oldest_dropped in rules.prune_bounds(accepted, keep).items():
         conn.execute(Q["prune_attempts"], {"task_id": task_id, "oldest_dropped": oldest_dropped})
 

@@ -1,6 +1,6 @@
 -- Tasks of runs: admission, leases, reports, releases and attempt history (SQLite).
 
--- name: insert_task
+-- name: insert_tasks
 -- ON CONFLICT DO NOTHING is the dedup pre-flight: a URL already in the run, in any
 -- state, is discarded without error and without touching the existing row. Numbered
 -- parameters (run_id, url, host, depth, priority, now, found_from: _rows.task_rows) because
@@ -73,6 +73,7 @@ UPDATE tasks
 RETURNING id, url, host, depth, attempt_count;
 
 -- name: move_counters
+-- A transaction's counter moves, on the run's row (PostgreSQL keeps them in host rows).
 UPDATE runs
    SET pending = pending + :pending,
        assigned = assigned + :assigned,
@@ -84,7 +85,8 @@ UPDATE runs
        last_activity_at = :now
  WHERE id = :run_id;
 
--- name: mark_completed
+-- name: complete_tasks
+-- One report at a time, each fenced on its lease (PostgreSQL's takes the batch's arrays).
 UPDATE tasks
    SET state = 'completed',
        http_status = :http_status,
@@ -98,13 +100,13 @@ UPDATE tasks
        updated_at = :now
  WHERE id = :task_id AND state = 'assigned' AND lease_token = :token;
 
--- name: mark_failed_attempt
--- PENDING again while attempts are left, FAILED once max_retries attempts were made
--- (or at once when the failure is not transient).
+-- name: fail_attempts
+-- One report at a time (PostgreSQL's takes the batch's arrays).
+-- PENDING again when :retry, else FAILED: rules.retries decides, by the task table.
 UPDATE tasks
-   SET state = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN 'pending'
+   SET state = CASE WHEN :retry THEN 'pending'
                     ELSE 'failed' END,
-       next_eligible_at = CASE WHEN attempt_count < :max_retries AND NOT :give_up THEN :retry_at
+       next_eligible_at = CASE WHEN :retry THEN :retry_at
                                ELSE next_eligible_at END,
        http_status = :http_status,
        outcome = :outcome,
@@ -118,7 +120,8 @@ UPDATE tasks
  WHERE id = :task_id AND state = 'assigned' AND lease_token = :token
 RETURNING state;
 
--- name: release_lease
+-- name: release_leases
+-- One lease at a time (PostgreSQL's takes the batch's arrays).
 -- The attempt never happened: undo its count, and hold the task back if asked.
 UPDATE tasks
    SET state = 'pending',
@@ -171,7 +174,7 @@ SELECT * FROM tasks
 -- name: count_by_state
 SELECT state, COUNT(*) AS n FROM tasks WHERE run_id = :run_id GROUP BY state;
 
--- name: insert_attempt
+-- name: insert_attempts
 -- One row per accepted attempt (executemany: one call per report batch). A task's
 -- attempt numbers never repeat; REPLACE only guards a re-sent batch.
 INSERT OR REPLACE INTO attempts (task_id, attempt, started_at, ended_at, worker_id, outcome,

@@ -70,7 +70,7 @@ def _create(conn: sqlite3.Connection, run_id: int, batch: RecordBatch, now: floa
          "body_hash": c.plan.body_hash}
         for c in creations
     ]  # fmt: skip
-    conn.executemany(Q["insert_new_record"], records)
+    conn.executemany(Q["insert_records"], records)
     created = {"keys": json.dumps([c.record.key for c in creations])}
     ids = {row["key"]: row["id"] for row in conn.execute(Q["select_records_by_key"], created)}
     versions = []

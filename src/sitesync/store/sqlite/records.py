@@ -1,88 +1,38 @@
 """Versioned AssetRecords on SQLite (the RecordStore part of the SQLite store).
 
 Writes run inside the report transaction (:func:`save_records`, called by the frontier's
-``report``); reads are one statement each on the store's thread. SQL lives in
-``records.sql``; what is a decision (keep a body, similarity) in :mod:`sitesync.store._records`.
+``report``); the reads are written once for both backends (:mod:`sitesync.store._plain`,
+:mod:`sitesync.store._scripts`). SQL lives in ``records.sql``; what is a decision (keep a
+body, similarity) in :mod:`sitesync.store._records`.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sitesync.models import AssetRecord, HostAssets, RecordVersion, RunDiff, TaskReport
+from sitesync.models import AssetRecord, TaskReport
 from sitesync.store._records import (
     AssetTally,
     BodyPlan,
-    assets_from_row,
     body_params,
-    change_from_row,
     decompress,
-    one_sided_change,
     plan_body,
     record_json,
     record_params,
     similarity,
-    version_from_row,
     version_params,
 )
-from sitesync.store.sqlite._db import Q, SqliteArea
+from sitesync.store._scripts import ScriptedRecords
+from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite.record_batch import add_assets, save_batch
 
 
-class SqliteRecords(SqliteArea):
-    async def record_history(self, key: str) -> list[RecordVersion]:
-        return _versions(await self._db.rows("select_history", {"key": key}))
-
-    async def records_of_run(self, run_id: int, *, kind: str | None = None) -> list[RecordVersion]:
-        return _versions(
-            await self._db.rows("select_run_records", {"run_id": run_id, "kind": kind})
-        )
-
-    async def records_of_task(self, run_id: int, task_id: int) -> list[RecordVersion]:
-        params = {"run_id": run_id, "task_id": task_id}
-        return _versions(await self._db.rows("select_task_records", params))
-
-    async def pages_linking_to(self, run_id: int, url: str, *, limit: int = 5) -> list[str]:
-        params = {"run_id": run_id, "url": url, "limit": limit}
-        return [row["url"] for row in await self._db.rows("select_pages_linking_to", params)]
-
-    async def diff_runs(self, run_a: int, run_b: int) -> RunDiff:
-        def work(conn: sqlite3.Connection) -> RunDiff:
-            def rows(query: str, params: dict[str, int]) -> list[sqlite3.Row]:
-                return conn.execute(Q[query], params).fetchall()
-
-            added = rows("diff_only_in", {"run_id": run_b, "other_run_id": run_a})
-            removed = rows("diff_only_in", {"run_id": run_a, "other_run_id": run_b})
-            return RunDiff(
-                run_a=run_a,
-                run_b=run_b,
-                added=tuple(one_sided_change(row, side="b") for row in added),
-                removed=tuple(one_sided_change(row, side="a") for row in removed),
-                changed=tuple(
-                    change_from_row(row)
-                    for row in rows("diff_changed", {"run_a": run_a, "run_b": run_b})
-                ),
-            )
-
-        return await self._db.read(work)
-
-    async def get_body(self, content_hash: str) -> bytes | None:
-        rows = await self._db.rows("select_body", {"content_hash": content_hash})
-        return decompress(rows[0]["compression"], rows[0]["data"]) if rows else None
-
-    async def run_assets(self, run_id: int) -> list[HostAssets]:
-        return [
-            assets_from_row(row)
-            for row in await self._db.rows("select_run_assets", {"run_id": run_id})
-        ]
-
-
-def _versions(rows: list[sqlite3.Row]) -> list[RecordVersion]:
-    return [version_from_row(row, json.loads(row["data"])) for row in rows]
+class SqliteRecords(ScriptedRecords[SqliteDb]):
+    """Every read is written once for both backends (``_plain``, ``_scripts``); what is
+    SQLite's own is the writing, below."""
 
 
 # -- writing (inside the report transaction) ---------------------------------------------

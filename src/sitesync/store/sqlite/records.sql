@@ -20,7 +20,7 @@ SELECT key, id, latest_version, latest_hash, latest_body_hash
   FROM records
  WHERE key IN (SELECT value FROM json_each(:keys));
 
--- name: insert_new_record
+-- name: insert_records
 -- A key new to the store, for executemany (record_batch.py): as insert_record, without
 -- RETURNING; the batch reads the ids back with select_records_by_key.
 INSERT INTO records (key, kind, url, first_run_id, first_seen_at, latest_version, latest_hash,
@@ -65,6 +65,7 @@ UPDATE record_seen SET version = :version, seen_at = :now
  WHERE run_id = :run_id AND record_id = :record_id;
 
 -- name: add_host_assets
+-- One host at a time (executemany; PostgreSQL's takes the hosts as arrays).
 INSERT INTO run_host_assets (run_id, host, assets_found, assets_stored)
 VALUES (:run_id, :host, :found, :stored)
 ON CONFLICT (run_id, host) DO UPDATE

@@ -1,8 +1,8 @@
 """The domain registry, scans of scopes and their schedules on SQLite.
 
 Every method is one transaction on the store's thread, with its SQL in ``registry.sql``.
-The stale lifecycle rule itself is :func:`sitesync.store.rules.lifecycle_changes`, so both
-backends decide alike.
+The stale lifecycle rule itself is
+:func:`sitesync.store.domain_lifecycle.lifecycle_changes`, so both backends decide alike.
 
 Registered hosts are bare ``host[:port]`` strings (no scheme, no path), as
 :func:`sitesync.urls.url_host` gives them: the scan's seeds carry the scheme.
@@ -18,7 +18,7 @@ from typing import Any
 from sitesync.errors import ScanConflict
 from sitesync.models import Run, RunConfig, ScanSummary
 from sitesync.store._plain import PlainRegistry
-from sitesync.store.rules import lifecycle_changes
+from sitesync.store.domain_lifecycle import lifecycle_changes
 from sitesync.store.sqlite._db import Q, SqliteDb
 from sitesync.store.sqlite._rows import run_from_row
 
