@@ -1,7 +1,7 @@
 """Rescans at the cost of what changed (issue 30): a static site served by nginx (ETag and
 Last-Modified from the files), crawled three times into one store.
 
-    python benchmarks/resync.py [--hosts 20] [--pages 1000] [--page-bytes 6000]
+    python benchmarks/resync.py [--hosts 20] [--pages 1000] [--page-bytes 30000]
                                 [--changed 0.1] [--out benchmarks/results/resync.json]
 
 1. first scan: every page downloaded in full (the same-run baseline);
@@ -192,7 +192,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages", type=int, default=1000)
-    parser.add_argument("--page-bytes", type=int, default=6000)
+    parser.add_argument("--page-bytes", type=int, default=30_000)
     parser.add_argument("--changed", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--per-host", type=int, default=4)

@@ -32,12 +32,26 @@ class ChangingSite:
     pages: dict[str, Page]
     root: str = ""
     served: list[tuple[str, int, int]] = field(default_factory=list)  # (path, status, bytes)
+    # /sitemap.xml: path -> its <lastmod> (None: an entry without one); empty: a 404.
+    sitemap: dict[str, str | None] = field(default_factory=dict)
+
+    def sitemap_xml(self) -> str:
+        entries = "".join(
+            f"<url><loc>{self.url(path)}</loc>"
+            + (f"<lastmod>{lastmod}</lastmod>" if lastmod else "")
+            + "</url>"
+            for path, lastmod in self.sitemap.items()
+        )
+        return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
 
     def url(self, path: str) -> str:
         return f"{self.root}{path}"
 
     async def handle(self, request: web.Request) -> web.Response:
         """The page, with a strong ETag of its body; a 304 when If-None-Match has it."""
+        if request.path == "/sitemap.xml" and self.sitemap:
+            self.served.append((request.path, 200, 0))
+            return web.Response(text=self.sitemap_xml(), content_type="application/xml")
         page = self.pages.get(request.path)
         if page is None:
             self.served.append((request.path, 404, 0))

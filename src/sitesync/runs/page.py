@@ -28,6 +28,7 @@ from sitesync.runs.pageturn import PageTurn
 from sitesync.runs.retrywait import RetryWaits
 from sitesync.runs.revalidation import Revalidated, Revalidation, unchanged_report
 from sitesync.runs.seeding import SitemapReader
+from sitesync.runs.sitemapdates import SitemapDates
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class PageAttempts:
         follow_offsite_seed_redirects: bool = False,
         worker_id: str | None = None,
         conditional_requests: bool = True,
+        sitemap_skips_unchanged: bool = False,
     ) -> None:
         self.worker_id = worker_id
         self.store = store
@@ -108,6 +110,8 @@ class PageAttempts:
         self.under_way: set[int] = set()
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
+        skips = sitemap_skips_unchanged and revalidates  # a skip stands for what a 304 does
+        self.sitemap_dates = SitemapDates(store, frontier, skips=skips)
         self.hops = HopFetcher(
             store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
             robots=robots, turn=self._turn, revalidation=self.revalidation,
@@ -130,7 +134,7 @@ class PageAttempts:
         )
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
-        before = await self._before_fetch(lease)
+        before = await self._before_fetch(lease) or await self.sitemap_dates.skipped(lease)
         if before is not None:
             return before
         result, requested_at, revalidated = await self.hops.fetch(lease)
@@ -329,11 +333,11 @@ class PageAttempts:
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         if lease.depth != 0 or not report.ok or self.sitemaps is None:
             return report
-        urls = await self.sitemaps.page_urls(lease.url)
-        if not urls:
-            return report
+        urls, dates = await self.sitemaps.pages(lease.url)
         found = self.frontier.candidates(urls, depth=lease.depth + 1)
-        return replace(report, discovered=(*report.discovered, *found))
+        # First: a page also linked keeps the sitemap's priority (the link is a duplicate).
+        found = await self.sitemap_dates.admitted(lease.run_id, found, dates)
+        return replace(report, discovered=(*found, *report.discovered)) if found else report
 
     def _report(
         self, lease: Lease, result: FetchResult, text: str | None

@@ -57,25 +57,40 @@ class SitemapReader:
 
     async def page_urls(self, seed_url: str) -> list[str]:
         """The normalized page URLs the sitemaps of ``seed_url``'s origin list (once)."""
+        urls, _ = await self.pages(seed_url)
+        return urls
+
+    async def pages(self, seed_url: str) -> tuple[list[str], dict[str, float]]:
+        """:meth:`page_urls`, and the ``<lastmod>`` of those that have one (epoch seconds,
+        by normalized URL)."""
         origin = origin_of(seed_url)
         if origin in self._read or self._scope().max_depth == 0:
-            return []
+            return [], {}
         host = url_host(seed_url)
         roots = [origin + "/sitemap.xml"]
         if self._robots is not None:
             listed = await self._robots.sitemaps(origin, gate=lambda: self._limiter.slot(host))
             if listed is None:  # robots.txt unreachable: disallow all, sitemaps included
-                return []
+                return [], {}
             roots = [*listed, *roots]
         self._read.add(origin)
+        listed_dates: dict[str, float] = {}
         urls, problems = await collect_sitemap_urls(
-            roots, self._fetch_if_allowed, max_bytes=self._max_bytes
+            roots, self._fetch_if_allowed, max_bytes=self._max_bytes, dates=listed_dates
         )
         for problem in problems:
             log.warning("sitemap of %s: %s", host, problem)
         if urls:
             log.info("sitemaps of %s: %d URLs listed", host, len(urls))
-        return [u for u in (resolve_link(origin + "/", url) for url in urls) if u]
+        pages: list[str] = []
+        dates: dict[str, float] = {}
+        for url in urls:
+            page = resolve_link(origin + "/", url)
+            if page:
+                pages.append(page)
+                if url in listed_dates:
+                    dates[page] = listed_dates[url]
+        return pages, dates
 
     async def _fetch_if_allowed(self, url: str) -> FetchResult:
         target = resolve_link(url, url)

@@ -382,3 +382,11 @@ CREATE TABLE last_fetches (
 
 -- Tombstones by run (migration 0018): the pages each scan found gone.
 CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';
+
+-- The <lastmod> dates a run's sitemaps gave its pages (migration 0019).
+CREATE TABLE sitemap_dates (
+    run_id  bigint           NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    url     text             NOT NULL,  -- normalized
+    lastmod double precision NOT NULL,  -- epoch seconds, read as late as the date can mean
+    PRIMARY KEY (run_id, url)
+);

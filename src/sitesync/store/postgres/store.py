@@ -20,6 +20,7 @@ from collections.abc import Callable
 from sitesync.store._changes import PlainChanges
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._plain import PlainOverview
+from sitesync.store._sitemapdates import PlainSitemapDates
 from sitesync.store.postgres._db import (
     PostgresDb,
     check_schema,
@@ -49,6 +50,7 @@ class PostgresStore(
     PostgresSupervision,
     PlainOverview[PostgresDb],
     PlainChanges[PostgresDb],
+    PlainSitemapDates[PostgresDb],
     PostgresRegistry,
 ):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""

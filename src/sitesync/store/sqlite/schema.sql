@@ -321,3 +321,11 @@ CREATE TABLE last_fetches (
 
 -- Tombstones by run (migration 0016): the pages each scan found gone.
 CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';
+
+-- The <lastmod> dates a run's sitemaps gave its pages (migration 0017).
+CREATE TABLE sitemap_dates (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    url     TEXT    NOT NULL,  -- normalized
+    lastmod REAL    NOT NULL,  -- epoch seconds, read as late as the date can mean
+    PRIMARY KEY (run_id, url)
+) WITHOUT ROWID;

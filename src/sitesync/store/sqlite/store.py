@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from sitesync.store._changes import PlainChanges
 from sitesync.store._plain import PlainOverview
+from sitesync.store._sitemapdates import PlainSitemapDates
 from sitesync.store.sqlite._db import SqliteDb
 from sitesync.store.sqlite.coordination import SqliteCoordination
 from sitesync.store.sqlite.frontier import SqliteFrontier
@@ -38,6 +39,7 @@ class SqliteStore(
     SqliteSupervision,
     PlainOverview[SqliteDb],
     PlainChanges[SqliteDb],
+    PlainSitemapDates[SqliteDb],
     SqliteRegistry,
 ):
     """All store interfaces on one SQLite file.
