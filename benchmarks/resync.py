@@ -30,7 +30,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-BASE = ["--no-progress", "--no-sitemaps", "--allow-network", "127.0.0.0/8"]
+BASE = ["--no-progress", "--allow-network", "127.0.0.0/8"]
+#: ``--sitemaps``: each host has a sitemap with every page's date, and a page it dates
+#: before the store's last check of it is not requested at all.
+SITEMAP_MODE = ["--sitemaps", "--sitemap-skips-unchanged"]
 FANOUT = 10  # links from a page to the pages below it: page i links to 10i+1 .. 10i+10
 FILLER = "The quick brown fox jumps over the lazy dog while the catalogue stays in sync. "
 
@@ -75,6 +78,22 @@ def write_site(root: Path, hosts: int, pages: int, size: int) -> None:
             path.write_text(page_html(host, index, pages, size, 0))
 
 
+def write_sitemaps(root: Path, hosts: int, pages: int, port: int) -> None:
+    """Each host's /sitemap.xml, every page with its file's mtime as ``<lastmod>`` (as a
+    CMS writes it), rewritten after pages change."""
+    for host in range(hosts):
+        entries = []
+        for index in range(pages):
+            mtime = (root / f"h{host}" / page_name(index)).stat().st_mtime
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
+            loc = f"http://127.0.0.{host + 2}:{port}{page_href(index)}"
+            entries.append(f"<url><loc>{loc}</loc><lastmod>{stamp}</lastmod></url>")
+        xml = ('<?xml version="1.0" encoding="UTF-8"?>'
+               '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+               + "".join(entries) + "</urlset>")  # fmt: skip
+        (root / f"h{host}" / "sitemap.xml").write_text(xml)
+
+
 def change_pages(root: Path, hosts: int, pages: int, size: int, share: float) -> set[str]:
     """Rewrite ``share`` of every host's pages (a revision line: new bytes, new mtime)."""
     rng = random.Random(30)
@@ -112,7 +131,7 @@ http {{
   client_body_temp_path {prefix}/tmp; proxy_temp_path {prefix}/tmp;
   fastcgi_temp_path {prefix}/tmp; uwsgi_temp_path {prefix}/tmp; scgi_temp_path {prefix}/tmp;
   default_type text/html;
-  types {{ text/html html; }}
+  types {{ text/html html; application/xml xml; }}
   etag on;
   if_modified_since exact;
   keepalive_requests 100000;
@@ -158,8 +177,9 @@ def crawl(seeds: list[str], db: Path, args: argparse.Namespace) -> tuple[float, 
     env = {**os.environ, "SITESYNC_DELAY": "0", "SITESYNC_CONCURRENCY": str(args.concurrency),
            "SITESYNC_PER_HOST_CONCURRENCY": str(args.per_host)}  # fmt: skip
     started = time.monotonic()
+    mode = SITEMAP_MODE if args.sitemaps else ["--no-sitemaps"]
     proc = subprocess.Popen([sys.executable, "-m", "sitesync", "crawl", *seeds, "--db", str(db),
-                             *BASE], env=env, stdout=subprocess.DEVNULL)  # fmt: skip
+                             *BASE, *mode], env=env, stdout=subprocess.DEVNULL)  # fmt: skip
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"crawl exited with {os.waitstatus_to_exitcode(status)}")
@@ -170,8 +190,9 @@ def store_figures(db: Path, run_id: int) -> tuple[int, int, int, set[str]]:
     """(pages reached, new page versions, page sightings, URLs with a new version)."""
     with sqlite3.connect(db) as conn:
         reached = conn.execute(
-            "SELECT COUNT(*) FROM tasks WHERE run_id = ? AND state = 'completed' "
-            "AND outcome IN ('success', 'not_modified')", (run_id,)).fetchone()[0]  # fmt: skip
+            "SELECT COUNT(*) FROM tasks WHERE run_id = ? AND state = 'completed' AND outcome"
+            " IN ('success', 'not_modified', 'unchanged_per_sitemap')", (run_id,)
+        ).fetchone()[0]  # fmt: skip
         versions = [row[0] for row in conn.execute(
             "SELECT r.url FROM record_versions v JOIN records r ON r.id = v.record_id "
             "WHERE v.run_id = ? AND r.kind = 'page'", (run_id,))]  # fmt: skip
@@ -196,6 +217,9 @@ def main() -> None:
     parser.add_argument("--changed", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--per-host", type=int, default=4)
+    parser.add_argument(
+        "--sitemaps", action="store_true", help="serve dated sitemaps; skip pages they date"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/resync.json"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sitesync-resync-") as tmp:
@@ -223,6 +247,8 @@ def three_scans(work: Path, root: Path, port: int, args: argparse.Namespace) -> 
     for run_id, name in enumerate(("first", "unchanged", "10% changed"), start=1):
         if run_id == 3:
             changed = change_pages(root, args.hosts, args.pages, args.page_bytes, args.changed)
+        if args.sitemaps and run_id in (1, 3):
+            write_sitemaps(root, args.hosts, args.pages, port)
         seconds, cpu = crawl(seeds, db, args)
         requests, sent, statuses, offset = read_log(log, offset)
         reached, versions, sightings, versioned = store_figures(db, run_id)
@@ -233,6 +259,7 @@ def three_scans(work: Path, root: Path, port: int, args: argparse.Namespace) -> 
     total = args.hosts * args.pages
     first, second, third = scans
     return {
+        "sitemaps": args.sitemaps,
         "site": {"hosts": args.hosts, "pages_per_host": args.pages, "pages": total,
                  "page_bytes": args.page_bytes, "changed_pages": len(changed)},
         "scans": [asdict(scan) for scan in scans],
