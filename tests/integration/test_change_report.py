@@ -96,6 +96,7 @@ def test_the_cli_prints_the_report_as_a_table_and_as_json(db_url: str) -> None:
     fast = {"delay": "0", "per_host_concurrency": "0", "sitemaps": "false",
             "respect_robots": "false"}  # fmt: skip
     with serving_in_thread(pages()) as site:
+        root = site.url("")
         for change in (None, change_site):
             if change is not None:
                 change(site)
@@ -111,3 +112,5 @@ def test_the_cli_prints_the_report_as_a_table_and_as_json(db_url: str) -> None:
     assert (total["new"], total["changed"], total["unchanged_not_modified"]) == (1, 2, 2)
     assert total["gone"] == 2
     assert run_in_process("changes", "9", "--db", db_url).returncode != 0
+    history = run_in_process("history", f"{root}/d", "--db", db_url)  # unlinked in run 2
+    assert history.returncode == 0 and "gone (unreached)" in history.stdout, history.stdout
