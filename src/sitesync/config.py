@@ -47,7 +47,8 @@ class Settings(BaseSettings):
 
     db: str = "sitesync.db"
     """Where the store lives: a SQLite file path (the default, ``./sitesync.db``), or a
-    PostgreSQL URL (``postgresql://user@host/db``) that many machines share."""
+    PostgreSQL URL (``postgresql://user@host/db``) or libpq key/value connection string
+    (``host=h dbname=d``) that many machines share."""
 
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """What the log (standard error) shows: ``-v`` on any command is ``info``, ``-vv``
@@ -308,6 +309,11 @@ class Settings(BaseSettings):
     """HTML parsed per page, for its links and for the plugins (``text`` and ``page.tree``);
     links past it are only counted. Bounds memory however large ``max_body_bytes`` is."""
 
+    parse_timeout_seconds: float = Field(10.0, gt=0)
+    """Longest the processing of one page may take (decoding, HTML parse, links, the
+    built-in plugins); past it the page ends ``parse_timeout`` without its links or records.
+    Pages over 16 KiB are processed off the event loop, so one page never stalls the rest."""
+
     plugins: Annotated[tuple[str, ...] | None, NoDecode] = None
     """Plugins to run, by entry-point name (``sitesync plugins`` lists them; comma-separated
     in the environment). Unset: every plugin found; empty: none."""
@@ -550,6 +556,7 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
     """
     given = {key: value for key, value in overrides.items() if value is not None}
     remember_secrets(given.get("db"), os.environ.get("SITESYNC_DB"))
+    remember_secret(os.environ.get("PGPASSWORD"))  # libpq's password when the DSN has none
     try:
         settings = Settings(**given)
     except ValidationError as exc:
@@ -558,14 +565,21 @@ def load_settings(*, flag_names: Mapping[str, str] | None = None, **overrides: A
         raise ConfigError(f"settings file {_settings_file()}: {exc}") from exc
     settings.mark_explicit({name: (flag_names or {}).get(name, "") for name in given})
     remember_secrets(settings.db)
+    remember_profile_secrets(settings)
+    token = settings.dashboard_token
+    remember_secret(token.get_secret_value() if token else None)
+    return settings
+
+
+def remember_profile_secrets(settings: Settings) -> None:
+    """Mask the request profiles' credentials (the crawl's and each site's auth and proxy)
+    in everything this process shows from now on: those of its own settings, and of a
+    run's it takes on (a scan's domains' profiles reach its workers only that way)."""
     for secret in (settings.auth, settings.proxy):
         remember_secret(secret.get_secret_value() if secret else None)
     for site in settings.sites.values():
         for key in ("auth", "proxy"):
             remember_secret(str(site.get(key) or "") or None)
-    token = settings.dashboard_token
-    remember_secret(token.get_secret_value() if token else None)
-    return settings
 
 
 def _settings_file() -> str:

@@ -18,9 +18,11 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, Literal, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
@@ -170,6 +172,50 @@ def configure(level: str | None = None, fmt: str | None = None) -> None:
     root.setLevel(level.upper())
     _format[0] = "json" if fmt == "json" else "text"
     logging.captureWarnings(True)  # warnings too, through the same handler
+    _route_uncaught()
+
+
+def _route_uncaught() -> None:
+    """What Python prints itself (an uncaught exception, in the main thread or another, and
+    an exception nobody could raise, in a finalizer) is logged instead, through the same
+    redacting handler: a traceback may quote a DSN."""
+    sys.excepthook = _log_uncaught
+    threading.excepthook = _log_thread_uncaught
+    sys.unraisablehook = _log_unraisable
+
+
+def _log_uncaught(
+    kind: type[BaseException], value: BaseException, traceback: TracebackType | None
+) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, value, traceback)  # no secret in it; Python's own line
+        return
+    logging.getLogger("sitesync").critical("uncaught exception", exc_info=(kind, value, traceback))
+
+
+def _log_thread_uncaught(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return  # as Python's own hook: a thread that exits says nothing
+    name = args.thread.name if args.thread is not None else "?"
+    logging.getLogger("sitesync").error(
+        "uncaught exception in thread %s",
+        name,
+        exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback),
+    )
+
+
+def _log_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    what = unraisable.err_msg or "exception ignored"
+    logging.getLogger("sitesync").warning(
+        "%s: %r",
+        what,
+        unraisable.object,
+        exc_info=(
+            unraisable.exc_type,
+            unraisable.exc_value or unraisable.exc_type(),
+            unraisable.exc_traceback,
+        ),
+    )
 
 
 def _known(value: str | None, known: tuple[str, ...], default: str) -> str:

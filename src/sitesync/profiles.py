@@ -75,6 +75,25 @@ def profile_from(table: Mapping[str, Any]) -> RequestProfile:
     )
 
 
+#: The keys of a site's profile that hold credentials: shown as ``***``, never as given.
+SECRET_KEYS = frozenset({"auth", "proxy", "cookies"})
+MASK = "***"
+
+
+def shown_profile(table: Mapping[str, Any]) -> dict[str, Any]:
+    """A site's profile table as it may be shown: header names and values, cookie names,
+    and ``***`` for each cookie's value, the auth and the proxy."""
+    return {key: _masked(value) if key in SECRET_KEYS else value for key, value in table.items()}
+
+
+def _masked(value: Any) -> Any:
+    if not value:
+        return value
+    if isinstance(value, Mapping):
+        return dict.fromkeys(value, MASK)
+    return MASK
+
+
 def _text_table(table: Mapping[str, Any], key: str) -> dict[str, str]:
     value = table.get(key) or {}
     if not isinstance(value, Mapping):

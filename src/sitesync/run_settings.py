@@ -26,9 +26,10 @@ from typing import Annotated, Any
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
-from sitesync.config import Settings, one_line_error
+from sitesync.config import Settings, one_line_error, remember_profile_secrets
 from sitesync.errors import CannotJoinRun, ConfigError
 from sitesync.models import Run, RunConfig
+from sitesync.profiles import shown_profile
 
 #: The settings a run records, by the group docs/settings.md shows them in.
 RUN: dict[str, str] = {
@@ -55,7 +56,7 @@ RUN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("connect_timeout", "read_timeout", "total_timeout", "max_body_bytes",
-         "max_parse_bytes", "max_links_per_page", "max_redirects",
+         "max_parse_bytes", "parse_timeout_seconds", "max_links_per_page", "max_redirects",
          "follow_offsite_seed_redirects"),
         "timeouts, caps and redirects",
     ),
@@ -141,6 +142,7 @@ def apply_recorded(settings: Settings, recorded: Mapping[str, Any], *, context: 
     except ValidationError as exc:
         raise ConfigError(f"{context}: {one_line_error(exc, {})}") from exc
     taken.mark_explicit({name: settings.flag_of(name) for name in settings.explicit})
+    remember_profile_secrets(taken)
     return taken
 
 
@@ -168,31 +170,17 @@ def parse_changes(run: Run, assignments: Sequence[str]) -> dict[str, Any]:
     return {name: _json(_valid_value(name, value)) for name, value in raw.items()}
 
 
-#: The run settings that hold credentials, and the keys that do inside a site's profile.
-SECRET = frozenset({"auth", "proxy", "cookies"})
-HIDDEN = "***"
-
-
 def redacted(settings: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A run's (or a schedule's) settings as they may be shown: credentials masked, in the
-    crawl's profile and in every site's."""
+    crawl's profile and in every site's (the same keys: ``auth``, ``proxy``, ``cookies``)."""
     if settings is None:
         return None
-    shown = {name: _masked(value) if name in SECRET else value for name, value in settings.items()}
+    shown = shown_profile(settings)
     if isinstance(shown.get("sites"), dict):
         shown["sites"] = {
-            host: {k: _masked(v) if k in SECRET else v for k, v in dict(profile).items()}
-            for host, profile in shown["sites"].items()
+            host: shown_profile(dict(profile)) for host, profile in shown["sites"].items()
         }
     return shown
-
-
-def _masked(value: Any) -> Any:
-    if not value:
-        return value
-    if isinstance(value, dict):
-        return dict.fromkeys(value, HIDDEN)
-    return HIDDEN
 
 
 def shown_settings(run: Run) -> list[tuple[str, str, str]]:

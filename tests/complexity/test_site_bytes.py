@@ -15,7 +15,7 @@ import pytest
 from protego import Protego
 from selectolax.lexbor import LexborHTMLParser
 
-from sitesync.cli.domains import read_domain_list
+from sitesync.cli.domain_files import read_domain_list
 from sitesync.fetch.base import parse_retry_after
 from sitesync.fetch.decode import declared_charset, decode_html_checked
 from sitesync.fetch.sitemaps import parse_sitemap
@@ -245,6 +245,15 @@ DOMAINS = [
     Case(
         "domains: numeric hosts",
         lambda n: "0x7f.1\n2852039166\n" * (n // 500),
+        read_domain_list,
+        2_000,
+    ),
+    Case(
+        "domains: distinct hosts with profile cells",
+        lambda n: (
+            "domain,headers,cookies\n"
+            + "".join(f"h{i}.example,X-A: 1; X-B: 2,c=1\n" for i in range(n // 500))
+        ),
         read_domain_list,
         2_000,
     ),

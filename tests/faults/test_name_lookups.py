@@ -158,12 +158,14 @@ async def test_a_fetch_whose_name_hangs_is_unreachable_and_others_go_on(local_se
         assert result.elapsed < HUNG_SECONDS + 5
 
 
-async def proxy_answer(proxy_url: str, target: str) -> bytes:
+async def proxy_answer(proxy: GuardProxy, proxy_url: str, target: str) -> bytes:
     """The browser's side of a CONNECT through the guard proxy: its status line."""
     port = int(proxy_url.rsplit(":", 1)[1])
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    auth = proxy.authorization
     try:
-        writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nProxy-Authorization: {auth}"
+        writer.write(f"{head}\r\n\r\n".encode())
         await writer.drain()
         return await asyncio.wait_for(reader.readline(), 5)
     finally:
@@ -179,9 +181,9 @@ async def test_the_browser_guard_proxy_bounds_a_hung_lookup_the_same_way(
     proxy_url = await proxy.start()
     since = time.monotonic()
     try:
-        hung = asyncio.ensure_future(proxy_answer(proxy_url, "stuck.hang.test:443"))
+        hung = asyncio.ensure_future(proxy_answer(proxy, proxy_url, "stuck.hang.test:443"))
         await lookups_started(resolver, "stuck.hang.test")
-        healthy = await proxy_answer(proxy_url, f"localhost:{local_server}")
+        healthy = await proxy_answer(proxy, proxy_url, f"localhost:{local_server}")
         assert not hung.done()  # answered while the other lookup hangs
         refused = await hung
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sitesync.cadence import check_cadence
-from sitesync.cli.domains import normalize_domain, read_domain_list
+from sitesync.cli.domain_files import normalize_domain, read_domain_list
 from sitesync.config import load_settings
 from sitesync.errors import ConfigError, InvalidURL
 
@@ -103,3 +103,48 @@ def test_private_addresses_written_as_numbers_are_refused_line_by_line() -> None
     # Ends in a number, but is no address: refused as browsers refuse such a URL.
     assert problems[7] == "'1.2.3.4.5': 1.2.3.4.5 ends in a number but is no IPv4 address"
     assert "no IPv4 address" in problems[8]  # 09 is no octal number
+
+
+def test_profile_columns_give_each_domain_its_own_profile() -> None:
+    text = (
+        "Domain,Headers,Cookies,Auth,Proxy\n"
+        'a.example,"{""X-A"": ""1"", ""X-B"": 2}",consent=yes; id=7,bearer T0KEN,\n'
+        "b.example,X-C: 3;,,,http://proxy.example:3128\n"
+        "c.example,,,,\n"
+    )
+    found = read_domain_list(text)
+    assert not found.problems and found.hosts == ["a.example", "b.example", "c.example"]
+    assert found.profiles == {
+        "a.example": {"headers": {"X-A": "1", "X-B": "2"},
+                      "cookies": {"consent": "yes", "id": "7"}, "auth": "bearer T0KEN"},
+        "b.example": {"headers": {"X-C": "3"}, "proxy": "http://proxy.example:3128"},
+        "c.example": None,  # its line clears a profile it had
+    }  # fmt: skip
+    assert read_domain_list("domain,notes\na.example,x\n").profiles is None  # keeps them
+
+
+@pytest.mark.parametrize(
+    ("cells", "column"),
+    [
+        ("X-A 1,,", "headers"),  # no separator
+        ('"{""X"": {""nested"": 1}}",,', "headers"),
+        ('"X-A: 1\nX-B: 2",,', "headers"),  # a line break would smuggle in a header
+        (",consent,", "cookies"),
+        (",,basic nocolon-pw", "auth"),
+        (",,token pw-xyz", "auth"),
+    ],
+)
+def test_a_bad_profile_cell_costs_its_line_naming_the_column_not_the_value(
+    cells: str, column: str
+) -> None:
+    found = read_domain_list(f"domain,headers,cookies,auth\nbad.example,{cells}\nok.example,,,\n")
+    assert found.hosts == ["ok.example"]
+    [(line, problem)] = found.problems
+    assert line == 2 and problem.startswith(f"'bad.example': {column}"), problem
+    assert "nocolon-pw" not in problem and "pw-xyz" not in problem and "nested" not in problem
+
+
+def test_a_domain_listed_twice_with_two_profiles_keeps_the_first() -> None:
+    found = read_domain_list("domain,auth\na.example,bearer one\nA.example,bearer two\n")
+    assert found.profiles == {"a.example": {"auth": "bearer one"}}
+    assert found.problems == [(3, "a.example: on line 2 with another profile")]

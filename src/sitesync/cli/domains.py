@@ -1,25 +1,15 @@
-"""``sitesync domains``, ``sitesync scan`` and ``sitesync schedule``: registered domains,
-grouped in scopes, and their recurring scans.
-
-Domain files are a CSV with a ``domain``, ``host`` or ``url`` column, or a plain list with
-one entry per line (blank lines and ``#`` comments skipped). Entries are normalized as URLs
-are (scheme and path dropped, lowercase, IDN to punycode) and stored as bare
-``host[:port]``; a scan crawls each from ``<scan_scheme>://HOST/``.
-"""
+"""``sitesync domains``: registered domains, grouped in scopes (their files are read by
+:mod:`sitesync.cli.domain_files`), each with its scan history and own request profile."""
 
 from __future__ import annotations
 
-import csv
-import io
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from sitesync.cli._common import format_bytes, format_time, plain_console, styled, with_store
+from sitesync.cli.domain_files import normalize_domain, read_domain_list, read_file
 from sitesync.cli.help import SitesyncTyper
 from sitesync.cli.options import (
     NETWORK,
@@ -29,146 +19,19 @@ from sitesync.cli.options import (
     settings_flags,
 )
 from sitesync.cli.output import AsJson, ShownDomain, emit
-from sitesync.errors import ConfigError, InvalidURL
-from sitesync.fetch.netpolicy import NetworkPolicy, parse_address
+from sitesync.errors import ConfigError
 from sitesync.models import ChangeReport, Domain, DomainScan
 from sitesync.models.changes import summed
-from sitesync.networks import numeric_ipv4_host
 from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
-from sitesync.urls import normalize_url, url_host
 
 #: How many of a domain's scans ``domains show`` reports the changes of.
 LAST_SCANS_CHANGES = 3
-
-_COLUMNS = ("domain", "host", "url")  # looked for in this order, case-insensitively
 
 console = plain_console()
 err_console = plain_console(stderr=True)
 
 domains_app = SitesyncTyper(help="Registered domains, grouped in scopes.", no_args_is_help=True)
-
-
-# -- reading domain files ---------------------------------------------------------------
-
-
-@dataclass
-class DomainList:
-    """What a domain file holds: hosts in file order (each once), and the bad lines."""
-
-    hosts: list[str] = field(default_factory=list)
-    problems: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
-    network: NetworkPolicy = field(default_factory=NetworkPolicy)
-
-    def add(self, line: int, raw: str) -> None:
-        try:
-            host = normalize_domain(raw)
-        except InvalidURL as exc:
-            self.problems.append((line, f"{raw.strip()!r}: {exc}"))
-            return
-        refused = _refused_literal(host, self.network)
-        if refused is not None:
-            self.problems.append((line, f"{raw.strip()!r}: {refused}"))
-            return
-        if host not in self.hosts:
-            self.hosts.append(host)
-
-
-def normalize_domain(raw: str) -> str:
-    """The registry's form of a domain entry: ``host[:port]``, lowercase, IDN as punycode.
-
-    An entry may be a bare host or a URL; a non-default port is kept (for https when the
-    entry names no scheme). Raises ``InvalidURL`` saying what is wrong.
-    """
-    text = raw.strip()
-    if not text:
-        raise InvalidURL("empty")
-    url = text if "://" in text else f"https://{text}"
-    try:
-        host = url_host(normalize_url(url))
-    except InvalidURL as exc:
-        # The message quotes the URL built here; the caller quotes the entry itself.
-        raise InvalidURL(str(exc).removesuffix(f": {url!r}")) from None
-    return _canonical_numeric_host(host)
-
-
-def _canonical_numeric_host(host: str) -> str:
-    """``host[:port]`` with a host written as numbers (``0x7f.1``, ``2852039166``) in the
-    dotted form of the address it means, as browsers and the resolver read it: the
-    private-address check sees the real address, and the registry one name for it."""
-    if host.endswith("]"):
-        return host  # an IPv6 literal
-    name, colon, port = host.rpartition(":") if ":" in host else (host, "", "")
-    try:
-        address = numeric_ipv4_host(name)
-    except ValueError as exc:
-        raise InvalidURL(str(exc)) from None
-    return host if address is None else f"{address}{colon}{port}"
-
-
-def _refused_literal(host: str, network: NetworkPolicy) -> str | None:
-    """Why an IP-literal entry may not be registered (a non-public address not opened)."""
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    ip = parse_address(name)
-    refused = network.refusal(ip) if ip is not None else None
-    return None if refused is None else str(refused.strerror)
-
-
-def read_domain_list(text: str, network: NetworkPolicy | None = None) -> DomainList:
-    """Parse a domain file: CSV when its first line has a comma or is just a column name
-    (``domain``, ``host``, ``url``), else one entry per line. IP literals ``network`` refuses
-    (by default every non-public address) are bad lines."""
-    network = network or NetworkPolicy()
-    lines = text.splitlines()
-    first = next((line.strip() for line in lines if _is_entry(line)), "")
-    if "," in first or first.lower() in _COLUMNS:
-        return _read_csv(text, network)
-    found = DomainList(network=network)
-    for number, line in enumerate(lines, start=1):
-        if _is_entry(line):
-            found.add(number, line)
-    return found
-
-
-def _is_entry(line: str) -> bool:
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith("#")
-
-
-def _read_csv(text: str, network: NetworkPolicy) -> DomainList:
-    reader = csv.reader(io.StringIO(text))
-    column: int | None = None  # of the domain in each row, once the header is read
-    found = DomainList(network=network)
-    for row in reader:
-        if not any(cell.strip() for cell in row) or row[0].strip().startswith("#"):
-            continue
-        if column is None:
-            column = _domain_column(row, reader.line_num)
-            continue
-        found.add(reader.line_num, row[column] if column < len(row) else "")
-    return found
-
-
-def _domain_column(header: list[str], line: int) -> int:
-    names = [cell.strip().lower() for cell in header]
-    for name in _COLUMNS:
-        if name in names:
-            return names.index(name)
-    raise ConfigError(
-        f"domain file: line {line}: no 'domain', 'host' or 'url' column in the header {header!r}"
-    )
-
-
-def _read_file(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        # utf-8-sig: spreadsheets often start a CSV with a byte-order mark.
-        return Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ConfigError(f"cannot read domain file {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"domain file {path} is not UTF-8 text: {exc.reason}") from exc
 
 
 # -- sitesync domains ---------------------------------------------------------------------
@@ -183,19 +46,27 @@ def import_command(
 ) -> None:
     """Register domains in a scope (new ones active; known ones move to the scope and
     become active again). Bad lines are reported by number and skipped; so are IP literals
-    of non-public networks that are not opened (--allow-network, --allow-private-networks)."""
+    of non-public networks that are not opened (--allow-network, --allow-private-networks).
+
+    A CSV's optional headers, cookies, auth and proxy columns give each domain its own
+    request profile, which scans of the scope send to that host (docs/operating.md).
+    """
     settings = from_flags(**flags)
-    found = read_domain_list(_read_file(file), network_policy(settings))
+    found = read_domain_list(read_file(file), network_policy(settings))
     for line, problem in found.problems:
         err_console.print(styled(f"line {line}:", "yellow"), problem, soft_wrap=True)
     if not found.hosts:
         raise ConfigError(f"{file}: no valid domains to import")
-    new = with_store(settings.db, lambda store: store.import_domains(scope, found.hosts))
+    new = with_store(
+        settings.db, lambda store: store.import_domains(scope, found.hosts, found.profiles)
+    )
     skipped = len(found.problems)
+    profiled = sum(1 for profile in (found.profiles or {}).values() if profile)
     console.print(
         f"imported {len(found.hosts)} domains into scope {scope!r}: {new} new, "
-        f"{len(found.hosts) - new} already registered; "
-        f"{skipped} invalid line{'' if skipped == 1 else 's'} skipped",
+        f"{len(found.hosts) - new} already registered"
+        + ("" if found.profiles is None else f", {profiled} with a request profile")
+        + f"; {skipped} invalid line{'' if skipped == 1 else 's'} skipped",
         highlight=False,
         soft_wrap=True,
     )
@@ -255,6 +126,7 @@ def show_command(
         emit("domains.show", ShownDomain(found, tuple(history), tuple(changes)))
         return
     console.print(domains_table([found], {s.host: s for s in history[:1]}))
+    console.print(f"request profile: {profile_summary(found)}", highlight=False, soft_wrap=True)
     if not history:
         console.print(f"no scan of {host} has ended yet")
         return
@@ -327,3 +199,20 @@ def domains_table(domains: list[Domain], latest: dict[str, DomainScan] | None = 
             "-" if scan is None else f"{scan.assets_found}/{scan.assets_stored}",
         )
     return table
+
+
+def profile_summary(domain: Domain) -> str:
+    """Which fields of the domain's own request profile are set: header names and values,
+    cookie names; auth and proxy only as set, never their values."""
+    profile = domain.request_profile
+    if not profile:
+        return "none (its scans send the crawl's own, if any)"
+    parts = []
+    for name in ("headers", "cookies"):
+        if profile.get(name):
+            shown = profile[name] if name == "headers" else dict.fromkeys(profile[name], "***")
+            parts.append(f"{name} " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    for name in ("auth", "proxy"):
+        if profile.get(name):
+            parts.append(f"{name} ***")
+    return "; ".join(parts)

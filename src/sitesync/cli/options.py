@@ -72,7 +72,8 @@ def shown_default(setting: str, unset: str = "") -> str:
 #: name as an alias (after the canonical one, which is always the setting's own name).
 _WRITTEN: tuple[Flag, ...] = (
     Flag("db", ("--db",), str,
-         "Store: a SQLite file path, or a PostgreSQL URL (postgresql://user@host/db)."),
+         "Store: a SQLite file path, or a PostgreSQL URL (postgresql://user@host/db)"
+         " or key=value connection string."),
     Flag("concurrency", ("--concurrency",), int, "Requests in flight at once."),
     Flag("per_host_concurrency", ("--per-host-concurrency",), int,
          "Requests in flight per host; 0 = no cap."),

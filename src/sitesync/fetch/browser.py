@@ -40,7 +40,8 @@ document request's ``redirected_from`` chain, oldest hop first.
 Navigations the page starts itself (JavaScript ``location`` changes, meta refresh) are aborted:
 a fetch returns the one document its URL led to, as the HTTP fetcher does, and the links in it
 are what the crawl follows. Subresources (scripts, styles, images, XHR) and frames load from
-wherever the page says, as in any browser: that is what rendering it means.
+wherever the page says, as in any browser, through the crawl's gate
+(:mod:`sitesync.fetch.browser_gate`: robots.txt and each host's pace).
 
 The network policy: Chromium sends every request (documents, redirect hops, subresources,
 frames, workers, WebSockets) through a guard proxy of the fetcher's own
@@ -60,17 +61,28 @@ import contextlib
 import logging
 import os
 import time
+from collections import Counter
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 import yarl
 
 from sitesync.errors import ConfigError, FetchError
+from sitesync.fetch import browser_gate as gates
 from sitesync.fetch.base import (
     FetchLimits,
     FetchOutcome,
     FetchResult,
     FollowPolicy,
     parse_retry_after,
+)
+from sitesync.fetch.browser_launch import (
+    CHROMIUM_ARGS,
+    DEFAULT_CHROMIUM,
+    check_browser,
+    load_playwright,
+    no_chromium,
+    use_sandbox,
 )
 from sitesync.fetch.browser_navigation import Navigation, normalized
 from sitesync.fetch.browser_results import (
@@ -89,85 +101,18 @@ from sitesync.fetch.netpolicy import NetworkPolicy
 from sitesync.models import Validators
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from playwright.async_api import Browser, BrowserContext, Page, Playwright, Response
 
-__all__ = ["CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher", "use_sandbox"]
+__all__ = [
+    "CHROMIUM_ARGS", "DEFAULT_CHROMIUM", "BrowserFetcher", "check_browser", "use_sandbox",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHROMIUM = "/usr/bin/chromium"
-
-#: No connections of Chromium's own: only the pages' requests leave it (and only through the
-#: guard proxy, see fetch/guard_proxy.py). Sandboxed unless run as root (``use_sandbox``).
-CHROMIUM_ARGS: tuple[str, ...] = (
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
-
-_ROOT_WARNING = (
-    "running as root: Chromium's sandbox cannot run as root, so the browser fetcher runs it "
-    "with --no-sandbox and page JavaScript is confined by the renderer alone; run sitesync as "
-    "an unprivileged user to keep the sandbox"
-)
-
-
-def use_sandbox(euid: int | None = None) -> bool:
-    """Whether Chromium runs sandboxed: always, unless this process runs as root (Chromium
-    refuses to start sandboxed as root), which a warning then says.
-
-    Playwright launches Chromium with ``--no-sandbox`` unless told ``chromium_sandbox``: the
-    launch passes this."""
-    if (os.geteuid() if euid is None else euid) != 0:
-        return True
-    log.warning(_ROOT_WARNING)
-    return False
-
-
-def _network_args(proxy_url: str) -> tuple[str, ...]:
-    """Every request through the guard proxy, loopback included (Chromium bypasses proxies
-    for loopback unless told ``<-loopback>``), and no UDP around it (WebRTC)."""
-    return (
-        f"--proxy-server={proxy_url}",
-        "--proxy-bypass-list=<-loopback>",
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-    )
-
-
-_MISSING_EXTRA = "the browser fetcher needs the 'browser' extra: pip install 'sitesync[browser]'"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _SERIALIZED_TYPE = "text/html; charset=utf-8"
 _VIEWER_TYPE = "application/pdf"
 _CLOSE_GRACE = 5.0  # seconds past total_timeout for serializing the DOM and closing the page
-
-
-def _load_playwright() -> ModuleType:
-    """``playwright.async_api``, imported only when a browser fetcher is actually made."""
-    try:
-        import playwright.async_api as api
-    except ImportError as exc:
-        raise ConfigError(_MISSING_EXTRA) from exc
-    return api
-
-
-def check_browser(executable_path: str) -> None:
-    """``ConfigError`` naming what is missing when the browser fetcher cannot start here
-    (the ``browser`` extra, or the Chromium executable): checked before a run is created."""
-    _load_playwright()
-    if not os.access(executable_path, os.X_OK):
-        raise ConfigError(_no_chromium(executable_path))
-
-
-def _no_chromium(executable_path: str) -> str:
-    return (
-        f"no Chromium at {executable_path}: install Debian's 'chromium' package "
-        "(scripts/ensure-system-deps.sh does) or set browser_executable"
-    )
 
 
 class BrowserFetcher:
@@ -189,7 +134,7 @@ class BrowserFetcher:
     ) -> None:
         if max_pages < 1 or settle_ms < 0:
             raise ConfigError("BrowserFetcher needs max_pages >= 1 and settle_ms >= 0")
-        self._api = _load_playwright()
+        self._api = load_playwright()
         self.limits = limits or FetchLimits()
         self.user_agent = user_agent
         self.executable_path = executable_path
@@ -197,6 +142,8 @@ class BrowserFetcher:
         self.network = network or NetworkPolicy()
         self._proxy: GuardProxy | None = None
         self._proxy_url = ""
+        self._gate: gates.SubresourceGate | None = None
+        self._documents: Counter[str] = Counter()  # hosts of the pages being fetched
         self._args = (*CHROMIUM_ARGS, *extra_args)
         self._pages = asyncio.Semaphore(max_pages)
         self._launching = asyncio.Lock()
@@ -204,12 +151,14 @@ class BrowserFetcher:
         self._browser: Browser | None = None
 
     async def __aenter__(self) -> BrowserFetcher:
-        self._api = _load_playwright()
+        self._api = load_playwright()
         if not os.access(self.executable_path, os.X_OK):
-            raise FetchError(_no_chromium(self.executable_path))
+            raise FetchError(no_chromium(self.executable_path))
         self._playwright = await self._api.async_playwright().start()
         try:
-            self._proxy = GuardProxy(self.network, connect_timeout=self.limits.connect_timeout)
+            self._proxy = GuardProxy(
+                self.network, connect_timeout=self.limits.connect_timeout, admit=self._admit
+            )
             self._proxy_url = await self._proxy.start()
             await self._launch()
         except BaseException:
@@ -233,11 +182,12 @@ class BrowserFetcher:
     async def _launch(self) -> Browser:
         assert self._playwright is not None
         try:
-            args = [*self._args, *_network_args(self._proxy_url)]
+            assert self._proxy is not None
             self._browser = await self._playwright.chromium.launch(
                 executable_path=self.executable_path,
                 headless=True,
-                args=args,
+                args=[*self._args, *gates.NETWORK_ARGS],
+                proxy=gates.proxy_settings(self._proxy, self._proxy_url),
                 chromium_sandbox=use_sandbox(),
             )
         except self._api.Error as exc:
@@ -255,6 +205,14 @@ class BrowserFetcher:
                 return await self._launch()
             return self._browser
 
+    def bind_gate(self, gate: gates.SubresourceGate) -> None:
+        """Send the pages' other requests through the crawl's gate (robots.txt, the host's
+        pace): see :func:`sitesync.fetch.browser_gate.admit_through`."""
+        self._gate = gate
+
+    def _admit(self, url: str, path_known: bool) -> AbstractAsyncContextManager[str | None]:
+        return gates.admit_through(self._gate, self._documents, url, path_known)
+
     async def fetch(
         self,
         url: str,
@@ -270,6 +228,12 @@ class BrowserFetcher:
         started = time.monotonic()
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
+        with gates.loading(self._documents, url):
+            return await self._fetch_page(url, may_follow, started)
+
+    async def _fetch_page(
+        self, url: str, may_follow: FollowPolicy | None, started: float
+    ) -> FetchResult:
         async with self._pages:
             browser = await self._ready_browser()
             context: BrowserContext | None = None

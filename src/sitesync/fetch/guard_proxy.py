@@ -12,6 +12,17 @@ forwards that one request with ``Connection: close`` and relays the answer, so a
 never carries a second request to another host. ``https://`` (and ``wss://``) arrive as
 ``CONNECT host:port``: the proxy opens a tunnel and relays bytes (TLS stays end to end).
 
+Only its own browser may use it: each proxy makes a random credential of its own
+(:attr:`GuardProxy.credentials`, given to Playwright's proxy settings, which answers the
+proxy's challenge), and a request without it is answered ``407 Proxy Authentication
+Required`` and goes nowhere. Another process on the machine could otherwise relay through it
+to public addresses, or to the networks the run opened. The credential is compared in
+constant time and never logged.
+
+Given the crawl's gate (``admit``, see :mod:`sitesync.fetch.browser_gate`), it asks before
+connecting: a request waits for its host's turn and holds its slot while relayed; one the
+gate refuses (robots.txt, another worker's host) gets no answer and goes nowhere.
+
 A refused request gets no answer (plain HTTP: the connection is closed, which Chromium
 reports as ``ERR_EMPTY_RESPONSE``; CONNECT: ``403``, ``ERR_TUNNEL_CONNECTION_FAILED``) and
 its ``host:port`` is remembered with the reason, so the fetcher can report the document's
@@ -23,11 +34,16 @@ is answered the same way and remembered with Chromium's name for the error
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import errno
+import hmac
+import secrets
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from urllib.parse import urlsplit
 
 from sitesync.fetch.lookups import NameLookups
@@ -36,6 +52,15 @@ from sitesync.fetch.netpolicy import ForbiddenAddress, NetworkPolicy, parse_addr
 _HEAD_LIMIT = 64 * 1024  # request line and headers; Chromium's are a few KB
 _HEAD_TIMEOUT = 30.0
 _REMEMBERED = 10_000  # refused host:port pairs kept for the fetcher to look up
+#: The crawl's gate for a request: (URL, whether its path is known) -> a block that yields
+#: None while the request may go (its host's slot held), or why it may not go.
+Admit = Callable[[str, bool], AbstractAsyncContextManager[str | None]]
+
+_CHALLENGE = (
+    b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+    b'Proxy-Authenticate: Basic realm="sitesync guard proxy"\r\n'
+    b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+)
 _HOP_HEADERS = frozenset(
     {b"connection", b"proxy-connection", b"proxy-authorization", b"keep-alive"}
 )
@@ -51,8 +76,10 @@ class GuardProxy:
         *,
         connect_timeout: float = 10.0,
         lookups: NameLookups | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self.policy = policy
+        self._admit = admit
         self.connect_timeout = connect_timeout
         # Bounded by connect_timeout, on threads of their own (fetch/lookups.py); its own
         # are let go at close.
@@ -61,6 +88,10 @@ class GuardProxy:
         self._server: asyncio.Server | None = None
         self._problems: OrderedDict[str, tuple[float, bool, str]] = OrderedDict()
         self._connections: set[asyncio.Task[None]] = set()
+        #: (username, password) its browser presents; random, for this proxy alone.
+        self.credentials = (f"sitesync-{secrets.token_hex(4)}", secrets.token_urlsafe(24))
+        token = base64.b64encode(":".join(self.credentials).encode()).decode()
+        self._expected = f"Basic {token}".encode()
 
     async def start(self) -> str:
         """Listen on a free loopback port; the proxy URL to give Chromium."""
@@ -103,9 +134,37 @@ class GuardProxy:
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _HEAD_TIMEOUT)
         line, _, headers = head.partition(b"\r\n")
+        if not self._authorized(headers):
+            writer.write(_CHALLENGE)
+            await writer.drain()
+            return
         method, target, version = line.decode("latin-1").split(" ", 2)
         tunnel = method.upper() == "CONNECT"
         host, port, path = _destination(target, tunnel)
+        if self._admit is None:
+            await self._forward(reader, writer, (method, path, version, headers), host, port)
+            return
+        authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        url = f"https://{authority}/" if tunnel else target
+        async with self._admit(url, not tunnel) as refusal:
+            if refusal is not None:  # a subresource the crawl may not ask for: it fails to load
+                await _no_answer(writer, tunnel, b"403 Forbidden")
+                return
+            if reader.at_eof():  # the page ended while this waited for its host's turn
+                return
+            await self._forward(reader, writer, (method, path, version, headers), host, port)
+
+    async def _forward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        head: tuple[str, str, str, bytes],
+        host: str,
+        port: int,
+    ) -> None:
+        """Connect to a checked address of ``host`` and relay the request (or the tunnel)."""
+        method, path, version, headers = head
+        tunnel = method.upper() == "CONNECT"
         try:
             upstream_reader, upstream_writer = await self._connect(host, port)
         except ForbiddenAddress as refused:
@@ -128,6 +187,20 @@ class GuardProxy:
                 await _answer(reader, upstream_reader, writer)
         finally:
             upstream_writer.close()
+
+    @property
+    def authorization(self) -> str:
+        """The ``Proxy-Authorization`` value its browser sends (for a client of its own)."""
+        return self._expected.decode()
+
+    def _authorized(self, headers: bytes) -> bool:
+        """Whether the request carries this proxy's credential (compared in constant time)."""
+        given = b""
+        for line in headers.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"proxy-authorization":
+                given = value.strip()
+        return hmac.compare_digest(given, self._expected)
 
     async def _connect(
         self, host: str, port: int

@@ -77,6 +77,44 @@ class PoliteClient:
         return result
 
     @contextlib.asynccontextmanager
+    async def admit(self, url: str, *, check_robots: bool = True) -> AsyncIterator[str | None]:
+        """For a request another client sends (the browser's subresources, at its guard
+        proxy): yields None once ``url`` may be sent, holding its host's slot until the block
+        ends, or why it may not. ``check_robots=False`` where the path is not known (an
+        HTTPS tunnel: only its host is)."""
+        target = resolve_link(url, url)
+        host = url_host(target) if target is not None else None
+        if target is None or host is None:
+            yield "not an http(s) URL"
+            return
+        refusal = await self._refusal(target, host, check_robots)
+        if refusal is not None:
+            yield refusal
+            return
+        slot = contextlib.AsyncExitStack()
+        try:
+            await slot.enter_async_context(self._slot(host))
+        except HostNotHeld:
+            yield "its host's claim passed to another worker"
+            return
+        async with slot:
+            yield None
+
+    async def _refusal(self, target: str, host: str, check_robots: bool) -> str | None:
+        if not await self._may_request(host):
+            return "its host is held by another worker"
+        if self._robots is None or not check_robots:
+            return None
+        try:
+            verdict = await self._robots.check(
+                target, origin_of(target), gate=lambda: self._slot(host)
+            )
+        except HostNotHeld:
+            return "its host's claim passed to another worker"
+        self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
+        return None if verdict.allowed else (verdict.reason or "robots.txt disallows it")
+
+    @contextlib.asynccontextmanager
     async def _slot(self, host: str) -> AsyncIterator[Turn]:
         async with self._limiter.slot(host) as turn:
             if not await self._confirm(host):

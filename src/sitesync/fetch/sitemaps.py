@@ -184,6 +184,8 @@ def _text_entries(body: bytes) -> Iterator[SitemapEntry]:
 
 
 Fetch = Callable[[str], Awaitable[FetchResult]]
+#: How a body is parsed (body, max_urls): :func:`parse_sitemap` off the event loop.
+Parse = Callable[[bytes, int], Awaitable[Sitemap]]
 
 
 async def collect_sitemap_urls(
@@ -193,6 +195,7 @@ async def collect_sitemap_urls(
     max_bytes: int,
     max_sitemaps: int = 50,
     max_urls: int = 100_000,
+    parse: Parse | None = None,
     dates: dict[str, float] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Walk sitemaps breadth first from ``roots``; return (page URLs, problems). The pages'
@@ -211,7 +214,10 @@ async def collect_sitemap_urls(
                 problems.append(f"{sitemap_url}: {result.error or result.outcome.value}")
             continue
         try:
-            parsed = parse_sitemap(result.body, max_bytes=max_bytes, max_urls=max_urls)
+            if parse is not None:
+                parsed = await parse(result.body, max_urls)
+            else:
+                parsed = parse_sitemap(result.body, max_bytes=max_bytes, max_urls=max_urls)
         except (SitemapTooLarge, zlib.error) as exc:
             problems.append(f"{sitemap_url}: {exc}")
             continue

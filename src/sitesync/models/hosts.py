@@ -39,6 +39,9 @@ class Domain:
     unreachable_streak: int = 0  # consecutive scans with the root unreachable
     last_run_id: int | None = None
     last_crawled_at: float | None = None
+    # Its own request profile from its domain file, as it may be shown: header values,
+    # cookie names; cookie values, auth and proxy as ``***`` (never the secrets themselves).
+    request_profile: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

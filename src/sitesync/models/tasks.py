@@ -34,6 +34,9 @@ class FetchOutcome(enum.StrEnum):
     # A 2xx body that is not valid in its charset (declared, or UTF-8): kept, its links
     # read with replacement characters, but not a success.
     UNDECODABLE = "undecodable"
+    # A 2xx page whose processing (decoding, parsing, links, built-in plugins) ran past
+    # ``parse_timeout_seconds``: fetched, not read; the crawl goes on without its links.
+    PARSE_TIMEOUT = "parse_timeout"
     # A dry run (``--fetcher null``): admitted and allowed by robots.txt, never requested.
     NOT_FETCHED = "not_fetched"
     # A 304 to a conditional request: the page is as the store last saw it. No body; its

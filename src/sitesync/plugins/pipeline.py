@@ -11,8 +11,9 @@ reports; built-ins are trusted to be right.
 Every plugin that awaits runs under ``plugin_timeout_seconds``. A third-party plugin whose
 ``process`` is not ``async`` runs on a daemon thread (under the same timeout), so that one that
 blocks costs its page, not the event loop with every lease and heartbeat on it. Built-ins
-that are not ``async`` run inline: they are bounded and the hot path has no room for a thread
-hop.
+that are not ``async`` run inline on a small page (the hot path has no room for a thread hop),
+and within the page's budget (``parse_timeout_seconds``, sitesync.offloop) on a large one:
+its ``ParseTimeout`` ends the page, it is not one plugin's failure.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sitesync.errors import ConfigError, NotConfigured
 from sitesync.fetch.text import safe_text
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run, canonical_json
+from sitesync.offloop import PageBudget, ParseTimeout
 from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput, PoliteFetch
 from sitesync.plugins.loader import LoadedPlugin, discover, plugin_configs
 from sitesync.plugins.threads import DaemonThreads
@@ -88,8 +90,11 @@ class PluginPipeline:
     def names(self) -> list[str]:
         return [p.name for p in self.plugins]
 
-    async def process(self, artifact: CrawlArtifact, *, tree: Any = None) -> ProcessedArtifact:
-        """What the plugins make of one page; ``tree``: its HTML, if already parsed."""
+    async def process(
+        self, artifact: CrawlArtifact, *, tree: Any = None, budget: PageBudget | None = None
+    ) -> ProcessedArtifact:
+        """What the plugins make of one page; ``tree``: its HTML, if already parsed;
+        ``budget``: the page's, which the synchronous built-ins run within."""
         plugins = self.plugins if artifact.status > 0 else self._for_failures
         if not plugins:
             return _NOTHING
@@ -99,8 +104,10 @@ class PluginPipeline:
         errors: list[str] = []
         for run_plugin in plugins:
             try:
-                output = await self._call(run_plugin, artifact, page)
+                output = await self._call(run_plugin, artifact, page, budget)
                 soft = _collect(run_plugin, artifact, output, records, links, self.max_record_bytes)
+            except ParseTimeout:
+                raise  # the page's budget, not this plugin's fault alone: the page ends
             except _PluginTimeout:
                 message = f"timed out after {self.timeout:g}s (plugin_timeout_seconds)"
                 self._failed(run_plugin, artifact, message, errors)
@@ -115,14 +122,23 @@ class PluginPipeline:
             return _NOTHING
         return ProcessedArtifact(records=tuple(records), links=tuple(links), errors=tuple(errors))
 
-    async def _call(self, run_plugin: RunPlugin, artifact: CrawlArtifact, page: ParsedPage) -> Any:
+    async def _call(
+        self,
+        run_plugin: RunPlugin,
+        artifact: CrawlArtifact,
+        page: ParsedPage,
+        budget: PageBudget | None = None,
+    ) -> Any:
         """One plugin's output on one page, within the timeout wherever one can act."""
         process = run_plugin.plugin.process
         if run_plugin.off_loop:
             async with _timeout(self.timeout):
                 output = await self._threads.run(process, artifact, page)
                 return await output if inspect.isawaitable(output) else output
-        output = process(artifact, page)  # sync built-ins: inline, nothing could stop them
+        if budget is not None and not budget.inline:  # a large page: off the loop
+            output = await budget.run(process, artifact, page)
+        else:
+            output = process(artifact, page)  # sync built-ins: inline, nothing could stop them
         if inspect.isawaitable(output):
             async with _timeout(self.timeout):
                 return await output

@@ -45,6 +45,7 @@ class WorkerOptions:
     stats_flush_interval: int = setting_default("domain_stats_flush_interval_pages")
     max_links_per_page: int | None = setting_default("max_links_per_page")  # None = all
     max_parse_bytes: int | None = setting_default("max_parse_bytes")  # None = all
+    parse_timeout: float = setting_default("parse_timeout_seconds")  # one page's CPU budget
 
     @property
     def heartbeat(self) -> float:

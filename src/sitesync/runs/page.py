@@ -13,17 +13,18 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
-from sitesync.fetch.decode import Undecodable, declared_charset, decode_html_checked
+from sitesync.fetch.decode import Undecodable, declared_charset
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.html import PageLinks, count_anchors, extract_links
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
+from sitesync.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.runs.hops import HopFetcher
+from sitesync.runs.pageread import PageReader, artifact_of, describe, parse_timeout_report
 from sitesync.runs.pageturn import PageTurn
 from sitesync.runs.retrywait import RetryWaits
 from sitesync.runs.revalidation import Revalidated, Revalidation, unchanged_report
@@ -40,8 +41,11 @@ DEFER_AFTER_SECONDS = 1.0
 class ArtifactProcessor(Protocol):
     """The plugin pipeline, as a page attempt sees it."""
 
-    async def process(self, artifact: CrawlArtifact, *, tree: Any = None) -> ProcessedArtifact:
-        """``tree``: the page as the link extraction parsed it, so it is parsed only once."""
+    async def process(
+        self, artifact: CrawlArtifact, *, tree: Any = None, budget: PageBudget | None = None
+    ) -> ProcessedArtifact:
+        """``tree``: the page as the link extraction parsed it, so it is parsed only once;
+        ``budget``: where the synchronous built-ins run (off the loop for a large page)."""
         ...
 
 
@@ -86,32 +90,32 @@ class PageAttempts:
         sitemaps: SitemapReader | None = None,
         follow_offsite_seed_redirects: bool = False,
         worker_id: str | None = None,
+        work: PageWork | None = None,
         conditional_requests: bool = True,
         sitemap_skips_unchanged: bool = False,
     ) -> None:
         self.worker_id = worker_id
+        self.work = work or PageWork(budget=float("inf"))  # its CPU work's thread and budget
         self.store = store
         self.halted = halted
         self.claims = claims
-        self.fetcher = fetcher
         self.frontier = frontier
         self.limiter = limiter
         self.robots = robots
-        self.retry = retry
-        self.max_retry_after = max_retry_after
         self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
-        self.max_parse_bytes = max_parse_bytes  # HTML parsed per page; the rest is counted
-        self.dead_hosts = dead_hosts
-        self.sitemaps = sitemaps
+        # What a page's CPU work is (decode, links, scoping), wherever it runs.
+        self.reader = PageReader(frontier=frontier, max_links=max_links,
+                                 max_parse_bytes=max_parse_bytes,
+                                 decode_all=plugins is not None)  # fmt: skip
+        self.dead_hosts, self.sitemaps = dead_hosts, sitemaps
         #: Tasks a request has started for (a turn taken past the pause check), until the
         #: worker hands in their outcome: a pause waits for these, and only these.
         self.under_way: set[int] = set()
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
-        skips = sitemap_skips_unchanged and revalidates  # a skip stands for what a 304 does
-        self.sitemap_dates = SitemapDates(store, frontier, skips=skips)
+        self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
         self.hops = HopFetcher(
             store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
             robots=robots, turn=self._turn, revalidation=self.revalidation,
@@ -122,7 +126,7 @@ class PageAttempts:
         started = self.store.now()
         try:
             outcome = await self._attempt(lease)
-        except Halted:
+        except (Halted, Abandoned):
             # Paused (or stopped) while this lease waited for its host's turn: it goes
             # back untried, and no request starts after the pause.
             return Deferral(lease, self.store.now())
@@ -150,7 +154,7 @@ class PageAttempts:
             elif result.status > 0:
                 await self.dead_hosts.answered(lease)
         if result.retry_after is not None:
-            until = self.store.now() + min(result.retry_after, self.max_retry_after)
+            until = self.store.now() + min(result.retry_after, self.waits.max_retry_after)
             self.limiter.pause(lease.host, until)
             # Stored, so the next holder of this host honours it too.
             await self.store.save_host_pause(lease.host, until=until)
@@ -196,42 +200,38 @@ class PageAttempts:
             )
             report = unchanged_report(lease, result, earlier, found, revalidated.note)
             return await self._add_sitemap_urls(lease, report)
-        # Decoded once, for the link extraction and the plugins alike.
-        wanted = self.plugins is not None or result.outcome is FetchOutcome.SUCCESS
-        text = self._html_text(result) if wanted else None
-        report, links = self._report(lease, result, text)
-        if report.ok and revalidated.note:  # fetched in full, and why not conditionally
-            report = replace(report, error=report.error or revalidated.note)
-        if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
-            report = self.hops.hand_over_target(lease, result, report)
-        report = await self._add_sitemap_urls(lease, report)
+        budget = self.work.for_page(len(result.body))
+        try:
+            text, links, discovered = await budget.run(self.reader.read, lease, result)
+            report = self._report(lease, result, text, discovered, links)
+            if report.ok and revalidated.note:  # fetched in full, and why not conditionally
+                report = replace(report, error=report.error or revalidated.note)
+            if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
+                report = self.hops.hand_over_target(lease, result, report)
+            report = await self._add_sitemap_urls(lease, report)
+        except ParseTimeout as exc:
+            return await self._parse_timed_out(lease, result, exc)
         if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
         if self.plugins is not None and (report.ok or lease.depth == 0):
-            report = await self._run_plugins(lease, result, report, links, text)
+            try:
+                report = await self._run_plugins(lease, result, report, links, text, budget)
+            except ParseTimeout as exc:
+                return await self._parse_timed_out(lease, result, exc)
         return report
 
-    def _html_text(self, result: FetchResult) -> str | None:
-        """The HTML body as text, up to ``max_parse_bytes``: what is parsed is bounded,
-        however large a body the fetch was allowed."""
-        if not (result.is_html and result.body):
-            return None
-        body = result.body
-        cut = self._parse_cut(body)
-        if cut is not None:
-            body = body[:cut]
-        text, clean = decode_html_checked(body, result.headers.get("content-type", ""))
-        return text if clean else Undecodable(text)
-
-    def _parse_cut(self, body: bytes) -> int | None:
-        """Where the parsed part of ``body`` ends (at a ``<``, so that no tag is cut in two
-        and the rest can be counted exactly), or None when all of it is parsed."""
-        limit = self.max_parse_bytes
-        if limit is None or len(body) <= limit:
-            return None
-        cut = body.rfind(b"<", 0, limit + 1)
-        return cut if cut > 0 else limit
+    async def _parse_timed_out(
+        self, lease: Lease, result: FetchResult, exc: ParseTimeout
+    ) -> TaskReport:
+        """A page whose processing ran past its budget: fetched, not read (no links, no
+        records); the plugins see its outcome, so a root's navigation sample says why."""
+        log.warning("%s: %s", safe_text(lease.url), exc)
+        report = parse_timeout_report(lease, result, exc)
+        if self.plugins is not None and lease.depth == 0:
+            timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
+            report = await self._run_plugins(lease, timed_out, report, [])
+        return report
 
     async def _root_plugins(
         self, lease: Lease, result: FetchResult | None, report: TaskReport
@@ -248,29 +248,19 @@ class PageAttempts:
         report: TaskReport,
         links: list[str],
         text: str | None = None,
+        budget: PageBudget | None = None,
     ) -> TaskReport:
         """Plugins see every answered fetch; what they make is committed with the report."""
         assert self.plugins is not None
         if result is None:  # robots.txt (or a dead host) kept us from asking
             outcome = report.outcome or FetchOutcome.BLOCKED
             result = FetchResult(url=lease.url, outcome=outcome, error=report.error)
-        artifact = CrawlArtifact(
-            run_id=lease.run_id,
-            task_id=lease.task_id,
-            requested_url=lease.url,
-            final_url=result.final_url or lease.url,
-            depth=lease.depth,
-            status=result.status,
-            outcome=result.outcome,
-            headers=result.headers,
-            body=result.body,
-            text=text,
-            redirects=report.redirects,
-            elapsed=result.elapsed,
-            links=tuple(links),
-            links_truncated=getattr(links, "truncated", 0),
-        )
-        produced = await self.plugins.process(artifact, tree=getattr(links, "tree", None))
+        artifact = artifact_of(lease, result, report, links, text)
+        tree = getattr(links, "tree", None)
+        if budget is None or budget.inline:  # a small page: every plugin on the loop
+            produced = await self.plugins.process(artifact, tree=tree)
+        else:
+            produced = await self.plugins.process(artifact, tree=tree, budget=budget)
         discovered = report.discovered
         room = len(produced.links) if self.max_links is None else self.max_links - len(links)
         if produced.links and room > 0:
@@ -310,7 +300,9 @@ class PageAttempts:
             if handled is not None:
                 return handled
         if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
-            delay = max(verdict.retry_at - self.store.now(), self.retry.delay(lease.attempt_count))
+            delay = max(
+                verdict.retry_at - self.store.now(), self.waits.policy.delay(lease.attempt_count)
+            )
             return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,
                               outcome=FetchOutcome.BLOCKED)  # fmt: skip
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,
@@ -334,15 +326,27 @@ class PageAttempts:
         if lease.depth != 0 or not report.ok or self.sitemaps is None:
             return report
         urls, dates = await self.sitemaps.pages(lease.url)
-        found = self.frontier.candidates(urls, depth=lease.depth + 1)
+        if not urls:
+            return report
+        # Up to 100,000 URLs to scope: off the loop, like a large page's links.
+        budget = self.work.for_page(len(urls) * 16)
+        found = await budget.run(
+            functools.partial(self.frontier.candidates, urls, depth=lease.depth + 1)
+        )
         # First: a page also linked keeps the sitemap's priority (the link is a duplicate).
         found = await self.sitemap_dates.admitted(lease.run_id, found, dates)
-        return replace(report, discovered=(*found, *report.discovered)) if found else report
+        return replace(report, discovered=(*found, *report.discovered))
 
     def _report(
-        self, lease: Lease, result: FetchResult, text: str | None
-    ) -> tuple[TaskReport, list[str]]:
-        """The report of a fetch, and the links found in it (normalized, before scoping)."""
+        self,
+        lease: Lease,
+        result: FetchResult,
+        text: str | None,
+        discovered: tuple[NewTask, ...],
+        links: list[str],
+    ) -> TaskReport:
+        """The report of a fetch whose page was read (its ``text``, and the links in it in
+        scope: see :meth:`_read`)."""
         # Built in one go on the common path (a page a report, and a report a few fields).
         base = functools.partial(
             TaskReport,
@@ -353,20 +357,13 @@ class PageAttempts:
             redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
         )
         if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
-            return base(ok=True), []
+            return base(ok=True)
         if result.retryable:
             delay = self.waits.backoff(lease, result.retry_after)
-            return base(ok=False, error=describe(result), retry_delay=delay), []
+            return base(ok=False, error=describe(result), retry_delay=delay)
         if result.status == 0:
             # No response and nothing transient about it (redirect loop, bad URL, ...).
-            return base(ok=False, error=describe(result), give_up=True), []
-        discovered: tuple[NewTask, ...] = ()
-        links: list[str] = []
-        if result.outcome is FetchOutcome.SUCCESS and text is not None:
-            links = self._links(text, result)
-            discovered = tuple(
-                self.frontier.candidates(links, depth=lease.depth + 1, found_from=lease.task_id)
-            )
+            return base(ok=False, error=describe(result), give_up=True)
         outcome = result.outcome
         error = None if outcome is FetchOutcome.SUCCESS else describe(result)
         if outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
@@ -375,7 +372,7 @@ class PageAttempts:
             charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
             outcome = FetchOutcome.UNDECODABLE
             error = f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}"
-        report = base(
+        return base(
             ok=True,
             outcome=outcome,
             bytes_fetched=len(result.body),
@@ -383,18 +380,3 @@ class PageAttempts:
             error=error,
             revisit=self.revalidation.full_fetch(result, links) if not error else None,
         )
-        return report, links
-
-    def _links(self, text: str, result: FetchResult) -> PageLinks:
-        links = extract_links(text, result.final_url or result.url, limit=self.max_links)
-        cut = self._parse_cut(result.body)
-        if cut is not None:
-            # Not parsed, but counted: the links record says how many were left out.
-            links.truncated += count_anchors(memoryview(result.body)[cut:])
-        return links
-
-
-def describe(result: FetchResult) -> str:
-    if result.error:
-        return f"{result.outcome.value}: {safe_text(result.error)}"
-    return f"{result.outcome.value}: HTTP {result.status}"

@@ -63,7 +63,28 @@ async def start_scan(
     else:
         recorded = snapshot(settings, plugins=plugin_names(settings))
     config = await scan_config(store, scope, settings)
+    recorded = with_domain_profiles(recorded, await store.domain_profiles(scope))
     return await store.start_scan(scope, config, settings=recorded)
+
+
+def with_domain_profiles(
+    recorded: Mapping[str, Any], profiles: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A scan's settings with its domains' own request profiles (``domains import``) in its
+    ``sites``, so that every process of the run sends them. A domain's profile is more
+    specific than a ``[sites."HOST"]`` table of sitesync.toml for the same host, so it is
+    laid over it: headers and cookies merged name by name, its auth and proxy replacing."""
+    if not profiles:
+        return dict(recorded)
+    sites = dict(recorded.get("sites") or {})
+    for host, profile in profiles.items():
+        site = dict(sites.get(host) or {})
+        for key in ("headers", "cookies"):
+            if profile.get(key):
+                site[key] = {**(site.get(key) or {}), **profile[key]}
+        site.update({key: profile[key] for key in ("auth", "proxy") if profile.get(key)})
+        sites[host] = site
+    return {**recorded, "sites": sites}
 
 
 async def finish_completed_scans(store: Store) -> list[ScanSummary]:

@@ -14,6 +14,7 @@ are scoped like links and checked against robots.txt when they are fetched.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 
@@ -21,9 +22,10 @@ from sitesync.fetch.base import FetchOutcome, FetchResult
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
-from sitesync.fetch.sitemaps import collect_sitemap_urls
+from sitesync.fetch.sitemaps import Sitemap, collect_sitemap_urls, parse_sitemap
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.scope import Scope
+from sitesync.offloop import PageWork, ParseTimeout
 from sitesync.store.base import Store
 from sitesync.urls import origin_of, resolve_link, url_host
 
@@ -47,7 +49,9 @@ class SitemapReader:
         robots: RobotsCache | None,
         scope: Callable[[], Scope],
         max_bytes: int,
+        work: PageWork | None = None,
     ) -> None:
+        self._work = work or PageWork(budget=float("inf"))
         self._client = client
         self._limiter = limiter
         self._robots = robots
@@ -76,21 +80,30 @@ class SitemapReader:
         self._read.add(origin)
         listed_dates: dict[str, float] = {}
         urls, problems = await collect_sitemap_urls(
-            roots, self._fetch_if_allowed, max_bytes=self._max_bytes, dates=listed_dates
+            roots,
+            self._fetch_if_allowed,
+            max_bytes=self._max_bytes,
+            parse=self._parse,
+            dates=listed_dates,
         )
         for problem in problems:
             log.warning("sitemap of %s: %s", host, problem)
         if urls:
             log.info("sitemaps of %s: %d URLs listed", host, len(urls))
-        pages: list[str] = []
-        dates: dict[str, float] = {}
-        for url in urls:
-            page = resolve_link(origin + "/", url)
-            if page:
-                pages.append(page)
-                if url in listed_dates:
-                    dates[page] = listed_dates[url]
-        return pages, dates
+        # Up to 100,000 URLs: normalized off the loop, like a large page's links.
+        budget = self._work.for_page(len(urls) * 16)
+        return await budget.run(_resolved, origin + "/", urls, listed_dates)
+
+    async def _parse(self, body: bytes, max_urls: int) -> Sitemap:
+        """A sitemap's body parsed off the loop (when large) within parse_timeout_seconds;
+        past it the sitemap lists nothing."""
+        budget = self._work.for_page(len(body))
+        parse = functools.partial(parse_sitemap, body, max_bytes=self._max_bytes, max_urls=max_urls)
+        try:
+            return await budget.run(parse)
+        except ParseTimeout as exc:
+            log.warning("a sitemap of %d bytes not read: %s", len(body), exc)
+            return Sitemap(urls=(), children=())
 
     async def _fetch_if_allowed(self, url: str) -> FetchResult:
         target = resolve_link(url, url)
@@ -101,3 +114,18 @@ class SitemapReader:
             return FetchResult(url=url, outcome=FetchOutcome.BLOCKED, error="out of scope")
         # The host's claim, robots.txt and politeness slot: the client checks them all.
         return await self._client.fetch(target)
+
+
+def _resolved(
+    base: str, urls: list[str], listed_dates: dict[str, float]
+) -> tuple[list[str], dict[str, float]]:
+    """The page URLs normalized, and their dates by normalized URL."""
+    pages: list[str] = []
+    dates: dict[str, float] = {}
+    for url in urls:
+        page = resolve_link(base, url)
+        if page:
+            pages.append(page)
+            if url in listed_dates:
+                dates[page] = listed_dates[url]
+    return pages, dates

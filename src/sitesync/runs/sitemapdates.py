@@ -23,10 +23,11 @@ CHANGED_FIRST = 1
 
 
 class SitemapDates:
-    def __init__(self, store: Store, frontier: Frontier, *, skips: bool) -> None:
+    def __init__(self, store: Store, frontier: Frontier, revalidates: bool, skips: bool) -> None:
         self.store = store
         self.frontier = frontier
-        self.skips = skips
+        # A skip stands for what a 304 does: only where a 304 would be taken.
+        self.skips = skips and revalidates
 
     async def admitted(
         self, run_id: int, found: Sequence[NewTask], dates: Mapping[str, float]

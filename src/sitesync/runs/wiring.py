@@ -87,6 +87,7 @@ def worker_options(settings: Settings) -> WorkerOptions:
         stats_flush_interval=settings.domain_stats_flush_interval_pages,
         max_links_per_page=settings.max_links_per_page,
         max_parse_bytes=settings.max_parse_bytes,
+        parse_timeout=settings.parse_timeout_seconds,
         retry=RetryPolicy(
             initial=settings.retry_backoff,
             maximum=settings.retry_backoff_max,

@@ -44,6 +44,7 @@ from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import Lease, Run, RunStatus, TaskReport
+from sitesync.offloop import PageWork
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.ending import Ending, StatusWatcher, WorkerExit
 from sitesync.runs.feeder import LeaseFeeder
@@ -100,6 +101,9 @@ class CrawlWorker:
         # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
         # this: the same limiter, robots.txt and claims as the pages.
         self.polite_client = self._polite_client()
+        # A large page's CPU work runs off the loop, within parse_timeout (sitesync.offloop);
+        # a worker on its way out waits for none of it.
+        self._page_work = PageWork(budget=options.parse_timeout, leaving=self._ending.done)
         self._attempts = self._page_attempts(plugins)
         self._feeder, self._reporter = self._lease_flow()
         self._upkeep = Upkeep(
@@ -114,7 +118,7 @@ class CrawlWorker:
         self._side: dict[str, asyncio.Task[None]] = {}  # side tasks by name
 
     def _polite_client(self) -> PoliteClient:
-        return PoliteClient(
+        client = PoliteClient(
             self._plain_fetcher,
             limiter=self._limiter,
             robots=self._hosts.robots,
@@ -122,6 +126,11 @@ class CrawlWorker:
             confirm=self.claims.confirm,
             keep_pace=self._hosts.keep_pace,
         )
+        # The browser's subresources too, at its guard proxy (fetch/browser_gate.py).
+        bind_gate = getattr(self.fetcher, "bind_gate", None)
+        if bind_gate is not None:
+            bind_gate(client.admit)
+        return client
 
     def _claim_keeper(self) -> ClaimKeeper:
         return ClaimKeeper(
@@ -160,6 +169,7 @@ class CrawlWorker:
             robots=self._hosts.robots,
             scope=lambda: self.frontier.scope,
             max_bytes=options.sitemap_max_bytes,
+            work=self._page_work,
         )
         if not options.sitemaps:
             sitemaps = None
@@ -182,6 +192,7 @@ class CrawlWorker:
             conditional_requests=options.conditional_requests,
             sitemap_skips_unchanged=options.sitemap_skips_unchanged,
             worker_id=self.worker_id,
+            work=self._page_work,
         )
 
     def _retune(self, run: Run) -> None:
@@ -283,6 +294,7 @@ class CrawlWorker:
         # fetched is committed, and only then is everything still held released.
         others = [task for name, task in self._side.items() if name != "report"]
         await cancel_and_wait(others)
+        self._page_work.close()
         # The reporter is stopped between two writes, never cut off in one: a batch it had
         # taken would be lost, and its pages fetched again by whoever comes next.
         # (A store that does not answer is waited on for ``drain_timeout`` at most.)

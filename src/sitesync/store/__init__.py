@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from sitesync.store.sqlite.store import SqliteStore
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+_KEY_VALUE = re.compile(r"\s*[a-z_]+\s*=")
 
 
 async def open_store(
@@ -39,7 +41,7 @@ async def open_store(
     read (and the dashboard): the store must exist and be current (``StoreNotReady``
     otherwise); nothing is created or migrated.
     """
-    if db.startswith(_POSTGRES_SCHEMES):
+    if is_postgres(db):
         return await _postgres_store().open(
             db, retry_seconds=retry_seconds, clock=clock, migrate=migrate
         )
@@ -69,6 +71,24 @@ def _sqlite_store() -> type[SqliteStore]:
     return SqliteStore
 
 
+def is_postgres(db: str) -> bool:
+    """Whether ``db`` names a PostgreSQL store: a ``postgresql://`` URL, or a libpq
+    key/value connection string (``host=h dbname=d``) that libpq accepts. Anything else is
+    a SQLite path: a key/value string is never taken for a file name, which would put its
+    password in the name of a file."""
+    if db.startswith(_POSTGRES_SCHEMES):
+        return True
+    if not _KEY_VALUE.match(db):
+        return False
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return bool(conninfo_to_dict(db))
+    except Error:
+        return False
+
+
 def _sqlite_path(db: str) -> str:
     path = db.removeprefix("sqlite:///") if db.startswith("sqlite:///") else db
     if not path:
@@ -91,7 +111,7 @@ def schema_versions() -> dict[str, int]:
 async def pending_migrations(db: str) -> list[str]:
     """The migrations ``sitesync migrate`` would apply to ``db`` (``NNNN_name``), found
     without writing anything (a store that does not exist yet would get them all)."""
-    if db.startswith(_POSTGRES_SCHEMES):
+    if is_postgres(db):
         applied = await _postgres_store().applied_migrations(db)
         known = load_migrations("sitesync.store.postgres")
     else:

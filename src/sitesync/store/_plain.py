@@ -9,6 +9,7 @@ PostgreSQL row locks, JSON columns) stays in the backend.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -227,6 +228,18 @@ class PlainRegistry(Area[P]):
         return [
             self._db.decode.domain(row) for row in await self._db.rows("select_domains", params)
         ]
+
+    async def domain_profiles(self, scope: str) -> dict[str, dict[str, Any]]:
+        rows = await self._db.rows("select_domain_profiles", {"scope": scope})
+        # jsonb arrives decoded from PostgreSQL, JSON text from SQLite
+        return {
+            row["host"]: dict(
+                row["request_profile"]
+                if isinstance(row["request_profile"], Mapping)
+                else json.loads(row["request_profile"])
+            )
+            for row in rows
+        }
 
     async def list_unapplied_scans(self) -> list[int]:
         return [row["id"] for row in await self._db.rows("select_unapplied_scans")]

@@ -33,6 +33,7 @@ from sitesync.models import (
     TaskState,
     WorkerInfo,
 )
+from sitesync.profiles import shown_profile
 from sitesync.store.rules import COUNTERS, Row
 
 
@@ -167,7 +168,11 @@ def domain_scan_from_row(row: Row) -> DomainScan:
     )
 
 
-def domain_from_row(row: Row, *, aliases: Iterable[str]) -> Domain:
+def domain_from_row(
+    row: Row, *, aliases: Iterable[str], profile: Mapping[str, Any] | None = None
+) -> Domain:
+    """A registered domain; ``profile`` its stored request profile, kept only as it may be
+    shown (the scans read the profiles themselves with ``domain_profiles``)."""
     return Domain(
         host=row["host"],
         canonical_host=row["canonical_host"],
@@ -180,6 +185,7 @@ def domain_from_row(row: Row, *, aliases: Iterable[str]) -> Domain:
         unreachable_streak=row["unreachable_streak"],
         last_run_id=row["last_run_id"],
         last_crawled_at=row["last_crawled_at"],
+        request_profile=None if profile is None else shown_profile(profile),
     )
 
 

@@ -71,9 +71,21 @@ class RegistryStore(Protocol):
     """Registered domains grouped in scopes, their scans (remembered per domain) and
     schedules."""
 
-    async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
+    async def import_domains(
+        self,
+        scope: str,
+        hosts: Sequence[str],
+        profiles: Mapping[str, Mapping[str, Any] | None] | None = None,
+    ) -> int:
         """Register hosts in ``scope`` (active; a known host moves to the scope).
-        Returns how many were new."""
+        ``profiles``: each host's own request profile (a ``[sites."HOST"]`` table; None or
+        absent clears it), from a file with profile columns; None keeps every host's as it
+        is. Returns how many were new."""
+        ...
+
+    async def domain_profiles(self, scope: str) -> dict[str, dict[str, Any]]:
+        """The request profile of each active domain of ``scope`` that has one, by host:
+        what a scan of the scope records in its run's ``sites`` setting."""
         ...
 
     async def list_domains(

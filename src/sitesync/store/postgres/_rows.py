@@ -40,7 +40,7 @@ def report_arrays(reports: Sequence[TaskReport], now: float, max_retries: int) -
 
 
 def domain_from_row(row: Row) -> Domain:
-    return shared.domain_from_row(row, aliases=row["aliases"])
+    return shared.domain_from_row(row, aliases=row["aliases"], profile=row["request_profile"])
 
 
 def run_from_row(row: Row) -> Run:

@@ -37,14 +37,26 @@ _CONFLICT_ATTEMPTS = 3
 class PostgresRegistry(PlainRegistry[PostgresDb]):
     # -- domains --------------------------------------------------------------------------
 
-    async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
+    async def import_domains(
+        self,
+        scope: str,
+        hosts: Sequence[str],
+        profiles: Mapping[str, Mapping[str, Any] | None] | None = None,
+    ) -> int:
         unique = list(dict.fromkeys(hosts))  # ON CONFLICT may not touch a row twice
         params = {"scope": scope, "hosts": unique, "now": self._db.clock()}
+        profile_rows = [  # in host order, the order register_domains locked the rows in
+            {"host": host, "profile": self._db.json(_table((profiles or {}).get(host)))}
+            for host in ([] if profiles is None else sorted(unique))
+        ]
 
         async def work(conn: Conn) -> int:
             row = await one(conn, "count_registered", params)
             assert row is not None  # COUNT(*) always yields a row
             await conn.execute(Q["register_domains"], params)
+            if profile_rows:
+                async with conn.cursor() as cursor:
+                    await cursor.executemany(Q["set_domain_profile"], profile_rows)
             return len(unique) - int(row["n"])
 
         return await self._db.transaction(work)
@@ -107,3 +119,7 @@ class PostgresRegistry(PlainRegistry[PostgresDb]):
             return summary
 
         return await self._db.transaction(work)
+
+
+def _table(profile: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return dict(profile) if profile else None

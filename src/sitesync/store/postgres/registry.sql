@@ -16,6 +16,16 @@ SELECT host, %(now)s, %(now)s, %(scope)s, true
 ON CONFLICT (host) DO UPDATE
    SET scope = excluded.scope, active = true, updated_at = excluded.updated_at;
 
+-- name: set_domain_profile
+-- A domain's own request profile, from a domain file with profile columns (NULL: none).
+UPDATE domains SET request_profile = %(profile)s WHERE host = %(host)s;
+
+-- name: select_domain_profiles
+-- The profiles a scan of the scope records in its run's `sites` setting.
+SELECT host, request_profile FROM domains
+ WHERE scope = %(scope)s AND active = true AND request_profile IS NOT NULL
+ ORDER BY host;
+
 -- name: select_domains
 -- Registered domains only: rows of hosts merely crawled (scope NULL) are not in the registry.
 SELECT * FROM domains

@@ -76,7 +76,8 @@ CREATE TABLE domains (
     scope          text,
     active         boolean NOT NULL DEFAULT true,
     stale          boolean NOT NULL DEFAULT false,
-    unreachable_streak integer NOT NULL DEFAULT 0
+    unreachable_streak integer NOT NULL DEFAULT 0,
+    request_profile jsonb  -- its own headers, cookies, auth, proxy (0018)
 );
 
 -- Versioned AssetRecords: what plugins made of pages (docs/plugins.md).
@@ -380,10 +381,10 @@ CREATE TABLE last_fetches (
     record_ids    bigint[]         NOT NULL      -- the records the body produced
 );
 
--- Tombstones by run (migration 0018): the pages each scan found gone.
+-- Tombstones by run (migration 0019): the pages each scan found gone.
 CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';
 
--- The <lastmod> dates a run's sitemaps gave its pages (migration 0019).
+-- The <lastmod> dates a run's sitemaps gave its pages (migration 0020).
 CREATE TABLE sitemap_dates (
     run_id  bigint           NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     url     text             NOT NULL,  -- normalized

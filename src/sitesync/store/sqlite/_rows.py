@@ -42,7 +42,10 @@ def task_rows(
 
 
 def domain_from_row(row: Row) -> Domain:
-    return shared.domain_from_row(row, aliases=json.loads(row["aliases"]))
+    profile = row["request_profile"]
+    return shared.domain_from_row(
+        row, aliases=json.loads(row["aliases"]), profile=json.loads(profile) if profile else None
+    )
 
 
 def run_from_row(row: Row) -> Run:

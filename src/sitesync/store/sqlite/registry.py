@@ -26,13 +26,23 @@ from sitesync.store.sqlite._rows import run_from_row
 class SqliteRegistry(PlainRegistry[SqliteDb]):
     # -- domains --------------------------------------------------------------------------
 
-    async def import_domains(self, scope: str, hosts: Sequence[str]) -> int:
+    async def import_domains(
+        self,
+        scope: str,
+        hosts: Sequence[str],
+        profiles: Mapping[str, Mapping[str, Any] | None] | None = None,
+    ) -> int:
         unique = list(dict.fromkeys(hosts))
         params = {"scope": scope, "hosts": json.dumps(unique), "now": self._db.clock()}
+        profile_rows = [
+            {"host": host, "profile": self._db.json(_table((profiles or {}).get(host)))}
+            for host in ([] if profiles is None else unique)
+        ]
 
         def work(conn: sqlite3.Connection) -> int:
             known = conn.execute(Q["count_registered"], params).fetchone()["n"]
             conn.execute(Q["register_domains"], params)
+            conn.executemany(Q["set_domain_profile"], profile_rows)
             return len(unique) - int(known)
 
         return await self._db.transaction(work)
@@ -79,3 +89,7 @@ class SqliteRegistry(PlainRegistry[SqliteDb]):
             return summary
 
         return await self._db.transaction(work)
+
+
+def _table(profile: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return dict(profile) if profile else None

@@ -13,6 +13,16 @@ SELECT value, :now, :now, :scope, 1 FROM json_each(:hosts) WHERE true
 ON CONFLICT (host) DO UPDATE
    SET scope = excluded.scope, active = 1, updated_at = excluded.updated_at;
 
+-- name: set_domain_profile
+-- A domain's own request profile, from a domain file with profile columns (NULL: none).
+UPDATE domains SET request_profile = :profile WHERE host = :host;
+
+-- name: select_domain_profiles
+-- The profiles a scan of the scope records in its run's `sites` setting.
+SELECT host, request_profile FROM domains
+ WHERE scope = :scope AND active = 1 AND request_profile IS NOT NULL
+ ORDER BY host;
+
 -- name: select_domains
 -- Registered domains only: rows of hosts merely crawled (scope NULL) are not in the registry.
 SELECT * FROM domains

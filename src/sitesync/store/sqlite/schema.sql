@@ -69,7 +69,8 @@ CREATE TABLE domains (
     scope          TEXT,
     active         INTEGER NOT NULL DEFAULT 1,
     stale          INTEGER NOT NULL DEFAULT 0,
-    unreachable_streak INTEGER NOT NULL DEFAULT 0
+    unreachable_streak INTEGER NOT NULL DEFAULT 0,
+    request_profile TEXT  -- JSON object: its own headers, cookies, auth, proxy (0016)
 );
 
 -- Versioned AssetRecords: what plugins made of pages (docs/plugins.md).
@@ -319,10 +320,10 @@ CREATE TABLE last_fetches (
     record_ids    TEXT    NOT NULL      -- JSON array: the records the body produced
 ) WITHOUT ROWID;
 
--- Tombstones by run (migration 0016): the pages each scan found gone.
+-- Tombstones by run (migration 0017): the pages each scan found gone.
 CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';
 
--- The <lastmod> dates a run's sitemaps gave its pages (migration 0017).
+-- The <lastmod> dates a run's sitemaps gave its pages (migration 0018).
 CREATE TABLE sitemap_dates (
     run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     url     TEXT    NOT NULL,  -- normalized
