@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 # that the slow ones, which go first, spread over every worker; the 25 slowest are listed.
 PYTEST_PARALLEL ?= -n auto --dist load --maxschedchunk 1 --durations 25
 
-.PHONY: install install-dev system-deps lint typecheck unit test docs bench bench-fleet crawl clean
+.PHONY: install install-dev system-deps lint typecheck unit test docs bench bench-fleet bench-resync crawl clean
 
 .tools/bin/uv:
 	python3 -m venv .tools && .tools/bin/pip install -q uv
@@ -47,6 +47,10 @@ bench: $(UV)  ## benchmarks/README.md: sitesync (one process, every core) vs a b
 bench-fleet: $(UV)  ## benchmarks/README.md: the store and the fleet on SQLite and PostgreSQL
 	$(UV) sync --locked --extra dev --extra bench
 	$(UV) run --no-sync python benchmarks/fleet.py $(BENCH_FLEET_ARGS)
+
+bench-resync: $(UV)  ## benchmarks/README.md: three scans of a 20-host nginx site (first, unchanged, 10 % changed)
+	$(UV) sync --locked --extra dev --extra bench
+	$(UV) run --no-sync python benchmarks/resync.py $(BENCH_RESYNC_ARGS)
 
 crawl: install  ## make crawl URL=https://example.org ARGS="--max-pages 500"
 	$(UV) run --no-sync sitesync crawl $(URL) $(ARGS)

@@ -221,6 +221,15 @@ class Settings(BaseSettings):
     again, its links admitted from the store. Off: every page is fetched in full, and no
     last fetch is read or kept. The browser fetcher always fetches in full."""
 
+    sitemap_skips_unchanged: bool = False
+    """Skip a page, without any request, when a sitemap of this scan dates it (``<lastmod>``)
+    before the store last fetched or confirmed it: it ends ``unchanged_per_sitemap``, its
+    records seen again and its links admitted from the store, as after a 304. Off by default:
+    a 304 already costs no body, and a site whose ``<lastmod>`` dates are stale (not updated
+    when a page changes) would have its changes missed; turn it on for sites whose sitemaps
+    you trust. Either way, pages a sitemap dates after their last fetch (or new ones) are
+    fetched first."""
+
     follow_offsite_seed_redirects: bool = False
     """Follow a seed's redirect to another site (not merely ``www.`` or a subdomain of the
     seed's host). Off: the redirect is recorded (canonical host) but not followed

@@ -48,7 +48,7 @@ RUN: dict[str, str] = {
     **dict.fromkeys(
         ("request_headers", "cookies", "auth", "proxy", "sites"), "request profiles"
     ),
-    **dict.fromkeys(("fetcher", "conditional_requests"), "fetcher"),
+    **dict.fromkeys(("fetcher", "conditional_requests", "sitemap_skips_unchanged"), "fetcher"),
     **dict.fromkeys(
         ("plugins", "plugin_config", "plugin_timeout_seconds", "max_record_bytes",
          "download_assets", "max_asset_bytes"),

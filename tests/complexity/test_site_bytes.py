@@ -61,6 +61,18 @@ SITEMAPS = [
     ),
     Case("sitemap: empty entries", lambda n: b"<loc></loc>" * (n // 11), sitemap, 5_500),
     Case(
+        "sitemap: <lastmod> never closed",
+        lambda n: b"<urlset><loc>http://a.test/</loc>" + b"<lastmod>" * (n // 9),
+        sitemap,
+        10_000,
+    ),
+    Case(
+        "sitemap: entries with dates",
+        lambda n: b"<url><loc>http://a.test/</loc><lastmod>2026-01-01</lastmod></url>" * (n // 66),
+        sitemap,
+        1_500,
+    ),
+    Case(
         "sitemap: a numeric reference of many digits",
         lambda n: b"<loc>&#" + b"1" * n + b"</loc>",
         sitemap,

@@ -159,7 +159,7 @@ async def test_the_buttons_move_the_run_and_refuse_illegal_moves(
 async def test_unknown_runs_and_bad_input_get_json_errors(
     store: Store, client: httpx.AsyncClient
 ) -> None:
-    for path in ("", "/errors", "/redirects", "/navigation"):
+    for path in ("", "/errors", "/redirects", "/navigation", "/changes"):
         response = await client.get(f"/api/runs/999{path}")
         assert response.status_code == 404, path
         assert response.json() == {"error": "no run with id 999"}
@@ -189,6 +189,7 @@ async def test_openapi_describes_every_endpoint(client: httpx.AsyncClient) -> No
         "/api/runs/{run_id}/errors",
         "/api/runs/{run_id}/redirects",
         "/api/runs/{run_id}/navigation",
+        "/api/runs/{run_id}/changes",
         "/api/runs/{run_id}/{action}",
         "/metrics",
     }

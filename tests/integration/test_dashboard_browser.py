@@ -87,6 +87,9 @@ def test_watch_a_crawl_then_pause_and_resume_it(
     # Polled from here: the page's Content-Security-Policy forbids evaluated strings.
     wait_for(lambda: number(page, "run-pages-fetched") > first, 10, "progress shown")
     assert page.get_by_test_id("run-status").inner_text() == "running"
+    # The change report (issue 30): a first crawl, every page it saw is new.
+    page.get_by_test_id("changes-since").filter(has_text="no earlier scan").wait_for(timeout=10_000)
+    page.get_by_test_id("changes").locator("tbody tr td").first.wait_for(timeout=10_000)
     page.locator("#chart polyline.rate").wait_for(timeout=10_000)
     SCREENSHOT.parent.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)

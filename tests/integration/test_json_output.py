@@ -57,6 +57,7 @@ def commands(root: str) -> dict[str, list[str]]:
         "plugins": ["plugins"],
         "history": ["history", root],
         "diff": ["diff", "1", "1"],
+        "changes": ["changes", "1"],
         "why": ["why", root],
     }
 

@@ -56,6 +56,16 @@ def test_three_scans_are_remembered_per_domain(
     assert scans[2]["pages"] >= 1 and scans[2]["errors"] == 0
     assert scans[0]["errors"] >= 1  # the root's 500
     assert shown["domain"]["host"] == hosts[0]
+    # Each scan's changes on the domain (issue 30): all new, then all the same content,
+    # then none seen and none called gone (the root's 500 hides whatever is behind it).
+    changes = {c["run_id"]: (c["since_run_id"], c["total"]) for c in shown["changes"]}
+    assert list(changes) == [3, 2, 1]
+    assert changes[1][0] is None and changes[1][1]["new"] == scans[2]["pages"]
+    assert changes[2][0] == 1 and changes[2][1]["unchanged_same_content"] == scans[2]["pages"]
+    assert changes[2][1]["new"] == changes[2][1]["changed"] == changes[2][1]["gone"] == 0
+    assert changes[3][1]["gone"] == 0 and changes[3][1]["not_reached"] == scans[2]["pages"]
+    code, out, err = run_cli("domains", "show", hosts[0], "--db", db_url)
+    assert code == 0 and f"changes of {hosts[0]} in its last scans" in out, err
 
     code, out, err = run_cli("domains", "list", "--db", db_url)
     assert code == 0, err

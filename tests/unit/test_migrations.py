@@ -97,6 +97,8 @@ def test_upgrading_to_host_counts_fills_them_from_the_tasks(tmp_path: Path) -> N
         conn.execute("DROP TABLE run_outcomes")  # 0013's
         conn.execute("DROP TABLE last_fetches")  # 0015's
         conn.execute("ALTER TABLE domains DROP COLUMN request_profile")  # 0016's
+        conn.execute("DROP INDEX record_versions_gone")  # 0017's
+        conn.execute("DROP TABLE sitemap_dates")  # 0018's
         undo_run_settings(conn)  # 0014's
         conn.execute("DROP TABLE run_host_counts")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 10")
@@ -138,6 +140,8 @@ def test_upgrading_to_outcome_counts_fills_them_from_the_counted_tasks(tmp_path:
         conn.execute("DROP TABLE run_outcomes")
         conn.execute("DROP TABLE last_fetches")  # 0015's
         conn.execute("ALTER TABLE domains DROP COLUMN request_profile")  # 0016's
+        conn.execute("DROP INDEX record_versions_gone")  # 0017's
+        conn.execute("DROP TABLE sitemap_dates")  # 0018's
         undo_run_settings(conn)  # 0014's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 13")
     conn.close()

@@ -3,13 +3,20 @@ gzip, and page encodings as a browser chooses them (WHATWG labels only)."""
 
 from __future__ import annotations
 
+import datetime
 import gzip
 
 import pytest
 
 from sitesync.fetch.decode import decode_html_checked, page_encoding
 from sitesync.fetch.encodings import encoding_for_label
-from sitesync.fetch.sitemaps import Sitemap, SitemapEntry, parse_sitemap, sitemap_entries
+from sitesync.fetch.sitemaps import (
+    Sitemap,
+    SitemapEntry,
+    lastmod_time,
+    parse_sitemap,
+    sitemap_entries,
+)
 
 MB = 1024 * 1024
 URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -25,10 +32,45 @@ URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
 
 def test_an_xml_sitemap_gives_its_locs_in_order() -> None:
     parsed = parse_sitemap(URLSET, max_bytes=MB)
+    # 2026-01-01 read as late as it can mean: the end of that day at UTC-12.
+    jan_2_noon_utc = 1767355200.0
     assert parsed == Sitemap(
-        urls=("http://a.test/1", "http://a.test/2?x=1&y=2", "http://a.test/3.png"), children=()
+        urls=("http://a.test/1", "http://a.test/2?x=1&y=2", "http://a.test/3.png"),
+        children=(),
+        dates=(("http://a.test/1", jan_2_noon_utc),),
     )
-    assert next(iter(sitemap_entries(URLSET))) == SitemapEntry(loc="http://a.test/1")
+    first = next(iter(sitemap_entries(URLSET)))
+    assert first == SitemapEntry(loc="http://a.test/1", lastmod=jan_2_noon_utc)
+
+
+def test_lastmod_is_a_w3c_date_read_as_late_as_it_can_mean() -> None:
+    utc = datetime.UTC
+    assert (
+        lastmod_time("2026-01-01T10:00:00Z")
+        == datetime.datetime(2026, 1, 1, 10, tzinfo=utc).timestamp()
+    )
+    assert (
+        lastmod_time("2026-01-01T10:00+02:00")
+        == datetime.datetime(2026, 1, 1, 8, tzinfo=utc).timestamp()
+    )
+    assert (
+        lastmod_time("2026-01-01T10:00:00.25-05:00")
+        == datetime.datetime(2026, 1, 1, 15, tzinfo=utc).timestamp()
+    )
+    # No zone: the latest one's (UTC-12); a date, month or year alone: its end there.
+    assert (
+        lastmod_time("2026-01-01T10:00:00")
+        == datetime.datetime(2026, 1, 1, 22, tzinfo=utc).timestamp()
+    )
+    assert lastmod_time("2026-02") == datetime.datetime(2026, 3, 1, 12, tzinfo=utc).timestamp()
+    assert lastmod_time("2026") == datetime.datetime(2027, 1, 1, 12, tzinfo=utc).timestamp()
+    for junk in ("", "yesterday", "2026-13-01", "2026-02-30", "20260101", "2026-01-01T25:00Z"):
+        assert lastmod_time(junk) is None, junk
+    # A <lastmod> belongs to the <loc> before it; one too long to be a date is none.
+    body = (b"<urlset><url><loc>http://a.test/1</loc></url><url><loc>http://a.test/2</loc>"
+            b"<lastmod>2026-01-01T00:00:00Z</lastmod></url><url><loc>http://a.test/3</loc>"
+            b"<lastmod>" + b"2" * 100 + b"</lastmod></url></urlset>")  # fmt: skip
+    assert [e.lastmod is not None for e in sitemap_entries(body)] == [False, True, False]
 
 
 def test_a_sitemap_index_gives_children_and_gzip_is_read() -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sitesync import __version__, logs
+from sitesync.cli import changes as _changes
 from sitesync.cli import crawl as _crawl
 from sitesync.cli import dashboard as _dashboard
 from sitesync.cli import domains as _domains
@@ -79,6 +80,7 @@ app.command("schedule")(_scans.schedule_command)
 app.command("plugins")(_plugins.plugins_command)
 app.command("history")(_records.history_command)
 app.command("diff")(_records.diff_command)
+app.command("changes")(_changes.changes_command)
 app.command("records")(_records.records_command)
 app.command("export")(_export.export_command)
 app.command("why")(_why.why_command)

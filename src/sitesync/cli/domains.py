@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sitesync.cli._common import format_time, plain_console, styled, with_store
+from sitesync.cli._common import format_bytes, format_time, plain_console, styled, with_store
 from sitesync.cli.domain_files import normalize_domain, read_domain_list, read_file
 from sitesync.cli.help import SitesyncTyper
 from sitesync.cli.options import (
@@ -20,9 +20,13 @@ from sitesync.cli.options import (
 )
 from sitesync.cli.output import AsJson, ShownDomain, emit
 from sitesync.errors import ConfigError
-from sitesync.models import Domain, DomainScan
+from sitesync.models import ChangeReport, Domain, DomainScan
+from sitesync.models.changes import summed
 from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
+
+#: How many of a domain's scans ``domains show`` reports the changes of.
+LAST_SCANS_CHANGES = 3
 
 console = plain_console()
 err_console = plain_console(stderr=True)
@@ -107,14 +111,19 @@ def show_command(
     settings = from_flags(db=db)
     host = normalize_domain(domain)
 
-    async def work(store: Store) -> tuple[Domain | None, list[DomainScan]]:
-        return await store.get_domain(host), await store.domain_history(host)
+    async def work(store: Store) -> tuple[Domain | None, list[DomainScan], list[ChangeReport]]:
+        found, history = await store.get_domain(host), await store.domain_history(host)
+        if found is None:
+            return None, history, []
+        hosts = [h for h in (found.host, found.canonical_host) if h]
+        return found, history, [await domain_changes(store, s.run_id, hosts)
+                                for s in history[:LAST_SCANS_CHANGES]]  # fmt: skip
 
-    found, history = with_store(settings.db, work, migrate=False)
+    found, history, changes = with_store(settings.db, work, migrate=False)
     if found is None:
         raise ConfigError(f"no domain {host} in the registry: 'sitesync domains list' shows them")
     if as_json:
-        emit("domains.show", ShownDomain(found, tuple(history)))
+        emit("domains.show", ShownDomain(found, tuple(history), tuple(changes)))
         return
     console.print(domains_table([found], {s.host: s for s in history[:1]}))
     console.print(f"request profile: {profile_summary(found)}", highlight=False, soft_wrap=True)
@@ -135,6 +144,31 @@ def show_command(
             format_time(scan.finished_at),
         )  # fmt: skip
     console.print(table)
+    if changes:
+        console.print(changes_table(host, changes))
+
+
+def changes_table(host: str, reports: list[ChangeReport]) -> Table:
+    """What the last scans changed on the domain (``sitesync changes RUN`` for each)."""
+    table = Table(title=f"changes of {host} in its last scans, newest first")
+    for column in ("run", "since", "new", "changed", "unchanged", "gone", "not reached",
+                   "downloaded", "full fetch"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for report in reports:
+        t = report.total
+        table.add_row(
+            str(report.run_id), str(report.since_run_id or "-"), str(t.new), str(t.changed),
+            str(t.unchanged), str(t.gone), str(t.not_reached), format_bytes(t.bytes_downloaded),
+            format_bytes(t.bytes_full_fetch),
+        )  # fmt: skip
+    return table
+
+
+async def domain_changes(store: Store, run_id: int, hosts: list[str]) -> ChangeReport:
+    """The run's change report of the domain's hosts (its own, its canonical one)."""
+    reports = [await store.change_report(run_id, host=h) for h in hosts]
+    rows = tuple(row for report in reports for row in report.hosts)
+    return ChangeReport(run_id, reports[0].since_run_id, rows, summed(rows))
 
 
 def domains_table(domains: list[Domain], latest: dict[str, DomainScan] | None = None) -> Table:

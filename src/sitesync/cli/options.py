@@ -104,6 +104,9 @@ _WRITTEN: tuple[Flag, ...] = (
          "Follow a seed's redirect to another site (otherwise: record it, do not follow)."),
     Flag("conditional_requests", ("--conditional-requests/--no-conditional-requests",), bool,
          "Revalidate pages the store fetched before (If-None-Match/If-Modified-Since)."),
+    Flag("sitemap_skips_unchanged",
+         ("--sitemap-skips-unchanged/--no-sitemap-skips-unchanged",), bool,
+         "Skip pages a sitemap <lastmod> dates before their last fetch (no request)."),
     Flag("fetcher", ("--fetcher",), str,
          "http, browser (system Chromium; JavaScript sites), or null: a dry run"
          " (seeds, robots.txt, sitemaps; no page requested)."),
@@ -189,7 +192,7 @@ FLAGS: dict[str, Flag] = {
 
 PANEL_OF = {
     **dict.fromkeys(("follow_offsite_seed_redirects", "fetcher", "respect_robots", "sitemaps",
-                     "conditional_requests"),
+                     "conditional_requests", "sitemap_skips_unchanged"),
                     "What to crawl"),
     **dict.fromkeys(("per_host_concurrency", "delay", "adaptive_politeness", "max_retries",
                      "retry_backoff"), "Politeness"),

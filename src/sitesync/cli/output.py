@@ -15,7 +15,14 @@ from typing import Annotated, Any
 import typer
 from pydantic import TypeAdapter
 
-from sitesync.models import Domain, DomainScan, RecordVersion, Schedule, SettingChange
+from sitesync.models import (
+    ChangeReport,
+    Domain,
+    DomainScan,
+    RecordVersion,
+    Schedule,
+    SettingChange,
+)
 from sitesync.readmodel.schema import RunDetail, RunSummary, StatusOverview
 
 #: The ``--json`` option of every command that reads.
@@ -51,6 +58,8 @@ class StatusCheck:
 class ShownDomain:
     domain: Domain
     scans: tuple[DomainScan, ...]
+    # The change reports of its last scans (newest first), of its own and canonical host.
+    changes: tuple[ChangeReport, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,7 @@ SHAPES: dict[str, Any] = {
     "plugins": tuple[PluginRow, ...],
     "history": tuple[RecordVersion, ...],
     "diff": dict[str, Any],
+    "changes": ChangeReport,
     "why": dict[str, Any],
 }
 

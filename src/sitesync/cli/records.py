@@ -53,7 +53,7 @@ def history_command(
             str(version.version),
             str(version.run_id),
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(version.created_at)),
-            version.content_hash[:16],
+            _content(version),
             _similarity(version.similarity),
             _size(version),
         )
@@ -124,6 +124,13 @@ def _as_key(key: str) -> str:
         except InvalidURL:
             return key
     return key
+
+
+def _content(version: RecordVersion) -> str:
+    """A version's content hash, or the tombstone of a page found gone, and why."""
+    if version.gone:
+        return f"gone ({version.data.get('reason', '?')})"
+    return version.content_hash[:16]
 
 
 def _similarity(value: float | None) -> str:

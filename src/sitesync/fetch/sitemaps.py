@@ -10,6 +10,7 @@ bomb stops at ``max_bytes``.
 
 from __future__ import annotations
 
+import datetime
 import html
 import re
 import zlib
@@ -22,6 +23,14 @@ from sitesync.fetch.base import FetchOutcome, FetchResult
 _LOC_OPEN = re.compile(rb"<(?:\w+:)?loc>", re.IGNORECASE)
 _LOC_CLOSE = re.compile(rb"</(?:\w+:)?loc>", re.IGNORECASE)
 _INDEX = re.compile(rb"<(?:\w+:)?sitemapindex[\s>]", re.IGNORECASE)
+_LASTMOD_OPEN = re.compile(rb"<(?:\w+:)?lastmod>", re.IGNORECASE)
+_LASTMOD_CLOSE = re.compile(rb"</(?:\w+:)?lastmod>", re.IGNORECASE)
+#: "2026-11-28T14:05:00.123456+05:30" is 32 bytes: a longer <lastmod> is no date.
+MAX_LASTMOD_BYTES = 64
+_W3C_DATE = re.compile(
+    r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?"
+    r"(Z|[+-]\d{2}:\d{2})?)?)?)?"
+)
 _BOM = b"\xef\xbb\xbf"
 #: A longer ``<loc>`` is no URL anyone can fetch (sitemaps.org allows 2,048 characters): it
 #: is read as an empty entry, its text never copied nor unescaped.
@@ -32,13 +41,18 @@ MAX_LOC_BYTES = 64 * 1024
 class Sitemap:
     urls: tuple[str, ...]  # page URLs (from a <urlset>)
     children: tuple[str, ...]  # nested sitemap URLs (from a <sitemapindex>)
+    # (page URL, its <lastmod> as epoch seconds, read late: see lastmod_time) for the
+    # page URLs that have a readable one.
+    dates: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class SitemapEntry:
-    """One entry of a sitemap: its ``<loc>`` (or a text sitemap's line)."""
+    """One entry of a sitemap: its ``<loc>`` (or a text sitemap's line), and its
+    ``<lastmod>`` (None: none, or not a W3C date)."""
 
     loc: str
+    lastmod: float | None = None
 
 
 class SitemapTooLarge(Exception):
@@ -62,14 +76,17 @@ def parse_sitemap(body: bytes, *, max_bytes: int, max_urls: int = 50_000) -> Sit
     if body[:2] == b"\x1f\x8b":
         body = gunzip_capped(body, max_bytes)
     locs = []
+    dates = []
     for count, entry in enumerate(sitemap_entries(body), start=1):
         if entry.loc:
             locs.append(entry.loc)
+            if entry.lastmod is not None:
+                dates.append((entry.loc, entry.lastmod))
         if count >= max_urls:
             break
     if _INDEX.search(body[:4096]):
         return Sitemap(urls=(), children=tuple(locs))
-    return Sitemap(urls=tuple(locs), children=())
+    return Sitemap(urls=tuple(locs), children=(), dates=tuple(dates))
 
 
 def sitemap_entries(body: bytes) -> Iterator[SitemapEntry]:
@@ -82,14 +99,64 @@ def sitemap_entries(body: bytes) -> Iterator[SitemapEntry]:
 
 
 def _xml_entries(body: bytes) -> Iterator[SitemapEntry]:
-    position = 0
-    while (opening := _LOC_OPEN.search(body, position)) is not None:
+    opening = _LOC_OPEN.search(body)
+    while opening is not None:
         closing = _LOC_CLOSE.search(body, opening.end())
         if closing is None:
             return  # no later <loc> can close either: the rest is not read again
         raw = body[opening.end() : closing.start()].strip()
-        yield SitemapEntry(loc=_text(raw) if len(raw) <= MAX_LOC_BYTES else "")
-        position = closing.end()
+        loc = _text(raw) if len(raw) <= MAX_LOC_BYTES else ""
+        # The entry's <lastmod> follows its <loc> (the schema's order), before the next
+        # <loc>: each stretch of the body is searched once, so the walk stays linear.
+        following = _LOC_OPEN.search(body, closing.end())
+        end = following.start() if following is not None else len(body)
+        yield SitemapEntry(loc=loc, lastmod=_lastmod(body, closing.end(), end))
+        opening = following
+
+
+def _lastmod(body: bytes, start: int, end: int) -> float | None:
+    opening = _LASTMOD_OPEN.search(body, start, end)
+    if opening is None:
+        return None
+    closing = _LASTMOD_CLOSE.search(body, opening.end(), end)
+    if closing is None or closing.start() - opening.end() > MAX_LASTMOD_BYTES:
+        return None
+    return lastmod_time(body[opening.end() : closing.start()].decode("ascii", "replace"))
+
+
+def lastmod_time(text: str) -> float | None:
+    """A W3C datetime (sitemaps.org's ``<lastmod>``) as epoch seconds, read as late as it
+    can mean: a date alone is the end of that day anywhere on Earth (UTC-12), a time without
+    a zone the latest zone's (UTC-12): a page is never taken as older than it may be."""
+    match = _W3C_DATE.fullmatch(text.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, zone = match.groups()
+    try:
+        when = datetime.datetime(
+            int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
+            int(second or 0), tzinfo=datetime.UTC,
+        )  # fmt: skip
+    except ValueError:
+        return None
+    if hour is None:  # a date (or month, or year) alone: its last moment, wherever
+        step = datetime.timedelta(days=1) if day else _period(when, month is not None)
+        return (when + step).timestamp() + 12 * 3600
+    if zone is None:
+        return when.timestamp() + 12 * 3600
+    if zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        when -= sign * datetime.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+    return when.timestamp()
+
+
+def _period(start: datetime.datetime, monthly: bool) -> datetime.timedelta:
+    """The length of the month (``monthly``) or year that starts at ``start``."""
+    if monthly:
+        following = (start.replace(day=28) + datetime.timedelta(days=4)).replace(day=1)
+    else:
+        following = start.replace(year=start.year + 1)
+    return following - start
 
 
 def _text(raw: bytes) -> str:
@@ -129,8 +196,10 @@ async def collect_sitemap_urls(
     max_sitemaps: int = 50,
     max_urls: int = 100_000,
     parse: Parse | None = None,
+    dates: dict[str, float] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Walk sitemaps breadth first from ``roots``; return (page URLs, problems)."""
+    """Walk sitemaps breadth first from ``roots``; return (page URLs, problems). The pages'
+    ``<lastmod>`` dates go into ``dates`` (by page URL, as listed), if given."""
     queue = list(dict.fromkeys(roots))
     seen = set(queue)
     urls: list[str] = []
@@ -153,6 +222,8 @@ async def collect_sitemap_urls(
             problems.append(f"{sitemap_url}: {exc}")
             continue
         urls.extend(parsed.urls[: max_urls - len(urls)])
+        if dates is not None:
+            dates.update(parsed.dates)
         for child in parsed.children:
             if child not in seen:
                 seen.add(child)

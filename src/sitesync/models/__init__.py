@@ -6,6 +6,7 @@ One module per area (``runs``, ``tasks``, ``hosts``, ``records``); import from h
 
 from __future__ import annotations
 
+from sitesync.models.changes import ChangeReport, HostChanges
 from sitesync.models.hosts import (
     Claim,
     ClaimGrant,
@@ -53,6 +54,7 @@ from sitesync.models.tasks import (
 __all__ = [
     "AssetRecord",
     "Attempt",
+    "ChangeReport",
     "Claim",
     "ClaimGrant",
     "CrawlArtifact",
@@ -62,6 +64,7 @@ __all__ = [
     "FetchOutcome",
     "HostAssets",
     "HostBacklog",
+    "HostChanges",
     "HostState",
     "HostStatus",
     "LastFetch",

@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The content hash of a tombstone: the version a page gets from the scan that found it gone
+#: (404/410, or no longer linked; store/_gone.py). No sha256 hex digest is ever this.
+GONE_HASH = "gone"
+
 
 @dataclass(frozen=True, slots=True)
 class RecordVersion:
@@ -26,6 +30,11 @@ class RecordVersion:
     body_size: int | None = None  # bytes of the body, kept or not
     body_note: str | None = None  # why a body was not kept
     data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def gone(self) -> bool:
+        """A tombstone: the page went away in ``run_id`` (``data["reason"]`` says how)."""
+        return self.content_hash == GONE_HASH
 
 
 @dataclass(frozen=True, slots=True)

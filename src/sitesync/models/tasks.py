@@ -42,6 +42,9 @@ class FetchOutcome(enum.StrEnum):
     # A 304 to a conditional request: the page is as the store last saw it. No body; its
     # records are seen again and its links come from the store.
     NOT_MODIFIED = "not_modified"
+    # Not requested: a sitemap of the scan dates the page (<lastmod>) before the store's last
+    # fetch of it (``sitemap_skips_unchanged``); handled as a 304.
+    UNCHANGED_PER_SITEMAP = "unchanged_per_sitemap"
 
 
 @dataclass(frozen=True, slots=True)

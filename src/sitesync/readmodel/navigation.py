@@ -11,7 +11,9 @@ from typing import Any
 from sitesync.models import Task, TaskState
 
 #: Outcomes of a sampled URL that still make it a usable navigational URL.
-_USABLE = frozenset({"success", "undecodable", "not_fetched", "not_modified"})
+_USABLE = frozenset(
+    {"success", "undecodable", "not_fetched", "not_modified", "unchanged_per_sitemap"}
+)
 
 
 def failure_of(task: Task | None) -> str | None:

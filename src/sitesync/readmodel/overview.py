@@ -14,7 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sitesync.config import Settings
-from sitesync.models import Claim, Domain, Run, RunStatus, Task, TaskState, WorkerInfo
+from sitesync.models import (
+    ChangeReport,
+    Claim,
+    Domain,
+    Run,
+    RunStatus,
+    Task,
+    TaskState,
+    WorkerInfo,
+)
 from sitesync.readmodel.idle import gather_idle_facts, idle_reasons, is_live, slowed_hosts
 from sitesync.readmodel.navigation import failure_of, mark_failed, sampled_urls
 from sitesync.readmodel.samples import SampleBook
@@ -241,6 +250,13 @@ class Overview:
             )
             for task in await self.store.list_redirected(run_id, limit=limit)
         ]
+
+    async def changes(self, run_id: int, since_run_id: int | None = None) -> ChangeReport:
+        """The run's change report (``sitesync changes``), against its previous scan."""
+        await self.store.get_run(run_id)
+        if since_run_id is not None:
+            await self.store.get_run(since_run_id)
+        return await self.store.change_report(run_id, since_run_id=since_run_id)
 
     async def navigation(self, run_id: int) -> RunNavigation:
         await self.store.get_run(run_id)

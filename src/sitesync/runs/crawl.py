@@ -152,6 +152,10 @@ async def _ended(store: Store, run_id: int, signals: Signals) -> Run:
         if current.status is RunStatus.RUNNING or current.status is RunStatus.PAUSED:
             await store.transition_run(run_id, RunStatus.STOPPED, reason="stopped by user")
     ended = await store.get_run(run_id)
+    if ended.status.is_terminal:
+        # Pages of the previous scan found gone get their tombstones (any worker that sees
+        # the end may ask: a page already gone is not marked again).
+        await store.mark_gone(run_id)
     if ended.scope is not None and ended.status.is_terminal:
         # The registry remembers what this scan did on each domain, whatever its end.
         await store.record_domain_scans(run_id)

@@ -33,6 +33,7 @@ class WorkerOptions:
     sitemaps: bool = setting_default("sitemaps")
     follow_offsite_seed_redirects: bool = setting_default("follow_offsite_seed_redirects")
     conditional_requests: bool = setting_default("conditional_requests")
+    sitemap_skips_unchanged: bool = setting_default("sitemap_skips_unchanged")
     sitemap_max_bytes: int = setting_default("max_body_bytes")
     max_crawl_delay: float = setting_default("max_crawl_delay")
     max_retry_after: float = setting_default("max_retry_after")

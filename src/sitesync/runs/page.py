@@ -29,6 +29,7 @@ from sitesync.runs.pageturn import PageTurn
 from sitesync.runs.retrywait import RetryWaits
 from sitesync.runs.revalidation import Revalidated, Revalidation, unchanged_report
 from sitesync.runs.seeding import SitemapReader
+from sitesync.runs.sitemapdates import SitemapDates
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class PageAttempts:
         worker_id: str | None = None,
         work: PageWork | None = None,
         conditional_requests: bool = True,
+        sitemap_skips_unchanged: bool = False,
     ) -> None:
         self.worker_id = worker_id
         self.work = work or PageWork(budget=float("inf"))  # its CPU work's thread and budget
@@ -104,17 +106,16 @@ class PageAttempts:
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
         # What a page's CPU work is (decode, links, scoping), wherever it runs.
-        self.reader = PageReader(
-            frontier=frontier, max_links=max_links, max_parse_bytes=max_parse_bytes,
-            decode_all=plugins is not None,
-        )  # fmt: skip
-        self.dead_hosts = dead_hosts
-        self.sitemaps = sitemaps
+        self.reader = PageReader(frontier=frontier, max_links=max_links,
+                                 max_parse_bytes=max_parse_bytes,
+                                 decode_all=plugins is not None)  # fmt: skip
+        self.dead_hosts, self.sitemaps = dead_hosts, sitemaps
         #: Tasks a request has started for (a turn taken past the pause check), until the
         #: worker hands in their outcome: a pause waits for these, and only these.
         self.under_way: set[int] = set()
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
+        self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
         self.hops = HopFetcher(
             store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
             robots=robots, turn=self._turn, revalidation=self.revalidation,
@@ -137,7 +138,7 @@ class PageAttempts:
         )
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
-        before = await self._before_fetch(lease)
+        before = await self._before_fetch(lease) or await self.sitemap_dates.skipped(lease)
         if before is not None:
             return before
         result, requested_at, revalidated = await self.hops.fetch(lease)
@@ -324,7 +325,7 @@ class PageAttempts:
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         if lease.depth != 0 or not report.ok or self.sitemaps is None:
             return report
-        urls = await self.sitemaps.page_urls(lease.url)
+        urls, dates = await self.sitemaps.pages(lease.url)
         if not urls:
             return report
         # Up to 100,000 URLs to scope: off the loop, like a large page's links.
@@ -332,7 +333,9 @@ class PageAttempts:
         found = await budget.run(
             functools.partial(self.frontier.candidates, urls, depth=lease.depth + 1)
         )
-        return replace(report, discovered=(*report.discovered, *found))
+        # First: a page also linked keeps the sitemap's priority (the link is a duplicate).
+        found = await self.sitemap_dates.admitted(lease.run_id, found, dates)
+        return replace(report, discovered=(*found, *report.discovered))
 
     def _report(
         self,

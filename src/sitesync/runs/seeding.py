@@ -61,19 +61,30 @@ class SitemapReader:
 
     async def page_urls(self, seed_url: str) -> list[str]:
         """The normalized page URLs the sitemaps of ``seed_url``'s origin list (once)."""
+        urls, _ = await self.pages(seed_url)
+        return urls
+
+    async def pages(self, seed_url: str) -> tuple[list[str], dict[str, float]]:
+        """:meth:`page_urls`, and the ``<lastmod>`` of those that have one (epoch seconds,
+        by normalized URL)."""
         origin = origin_of(seed_url)
         if origin in self._read or self._scope().max_depth == 0:
-            return []
+            return [], {}
         host = url_host(seed_url)
         roots = [origin + "/sitemap.xml"]
         if self._robots is not None:
             listed = await self._robots.sitemaps(origin, gate=lambda: self._limiter.slot(host))
             if listed is None:  # robots.txt unreachable: disallow all, sitemaps included
-                return []
+                return [], {}
             roots = [*listed, *roots]
         self._read.add(origin)
+        listed_dates: dict[str, float] = {}
         urls, problems = await collect_sitemap_urls(
-            roots, self._fetch_if_allowed, max_bytes=self._max_bytes, parse=self._parse
+            roots,
+            self._fetch_if_allowed,
+            max_bytes=self._max_bytes,
+            parse=self._parse,
+            dates=listed_dates,
         )
         for problem in problems:
             log.warning("sitemap of %s: %s", host, problem)
@@ -81,7 +92,7 @@ class SitemapReader:
             log.info("sitemaps of %s: %d URLs listed", host, len(urls))
         # Up to 100,000 URLs: normalized off the loop, like a large page's links.
         budget = self._work.for_page(len(urls) * 16)
-        return await budget.run(_resolved, origin + "/", urls)
+        return await budget.run(_resolved, origin + "/", urls, listed_dates)
 
     async def _parse(self, body: bytes, max_urls: int) -> Sitemap:
         """A sitemap's body parsed off the loop (when large) within parse_timeout_seconds;
@@ -105,5 +116,16 @@ class SitemapReader:
         return await self._client.fetch(target)
 
 
-def _resolved(base: str, urls: list[str]) -> list[str]:
-    return [u for u in (resolve_link(base, url) for url in urls) if u]
+def _resolved(
+    base: str, urls: list[str], listed_dates: dict[str, float]
+) -> tuple[list[str], dict[str, float]]:
+    """The page URLs normalized, and their dates by normalized URL."""
+    pages: list[str] = []
+    dates: dict[str, float] = {}
+    for url in urls:
+        page = resolve_link(base, url)
+        if page:
+            pages.append(page)
+            if url in listed_dates:
+                dates[page] = listed_dates[url]
+    return pages, dates

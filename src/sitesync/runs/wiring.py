@@ -74,6 +74,7 @@ def worker_options(settings: Settings) -> WorkerOptions:
         sitemaps=settings.sitemaps,
         follow_offsite_seed_redirects=settings.follow_offsite_seed_redirects,
         conditional_requests=settings.conditional_requests,
+        sitemap_skips_unchanged=settings.sitemap_skips_unchanged,
         sitemap_max_bytes=settings.max_body_bytes,
         max_crawl_delay=settings.max_crawl_delay,
         max_retry_after=settings.max_retry_after,

@@ -192,6 +192,7 @@ class CrawlWorker:
             sitemaps=sitemaps,
             follow_offsite_seed_redirects=options.follow_offsite_seed_redirects,
             conditional_requests=options.conditional_requests,
+            sitemap_skips_unchanged=options.sitemap_skips_unchanged,
             worker_id=self.worker_id,
             work=self._page_work,
         )

@@ -28,13 +28,16 @@ from sitesync.models import (
     TaskState,
 )
 from sitesync.store.base_fleet import CoordinationStore, SupervisionStore
+from sitesync.store.base_gone import ChangeStore, GoneStore
 from sitesync.store.base_registry import OverviewStore, RecordStore, RegistryStore
 from sitesync.store.base_revisits import RevisitStore
 
 __all__ = [
+    "ChangeStore",
     "CoordinationStore",
     "DomainStore",
     "FrontierStore",
+    "GoneStore",
     "OverviewStore",
     "RecordStore",
     "RegistryStore",
@@ -209,6 +212,8 @@ class Store(
     RegistryStore,
     RecordStore,
     RevisitStore,
+    GoneStore,
+    ChangeStore,
     OverviewStore,
     Protocol,
 ):

@@ -9,6 +9,7 @@ content hash, size, links, and the ids of the records the report saved); a 304 c
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from sitesync.models import LastFetch
@@ -19,4 +20,17 @@ class RevisitStore(Protocol):
         """The URL's latest successful fetch in the store (any run), or None; in one read,
         with what a 304 for it stands for (``earlier``: its links and its records, each
         still in the store, else None), so a page costs one lookup before its request."""
+        ...
+
+    async def save_sitemap_dates(self, run_id: int, dates: Mapping[str, float]) -> None:
+        """Keep the ``<lastmod>`` (epoch seconds, by normalized URL) a sitemap of the run
+        gave its pages; a later date for a URL replaces an earlier one."""
+        ...
+
+    async def sitemap_lastmod(self, run_id: int, url: str) -> float | None:
+        """The date a sitemap of the run gave the URL, or None (an earlier run's: never)."""
+        ...
+
+    async def last_checked(self, urls: Sequence[str]) -> dict[str, float]:
+        """When each of ``urls`` the store fetched was last fetched or confirmed unchanged."""
         ...

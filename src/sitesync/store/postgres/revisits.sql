@@ -46,3 +46,17 @@ SELECT %(run_id)s, r.id, r.latest_version, s.t, %(now)s
  ORDER BY r.id, s.n
 ON CONFLICT (run_id, record_id) DO NOTHING
 RETURNING record_id, task_id;
+
+-- name: insert_sitemap_dates
+-- The <lastmod> of the pages a sitemap of the run listed (``dates``: a JSON object, URL to
+-- epoch seconds): what a page of this run is skipped or ordered by (runs/sitemapdates.py).
+INSERT INTO sitemap_dates (run_id, url, lastmod)
+SELECT %(run_id)s, d.key, d.value::double precision FROM jsonb_each_text(%(dates)s) AS d
+ON CONFLICT (run_id, url) DO UPDATE SET lastmod = excluded.lastmod;
+
+-- name: select_sitemap_date
+SELECT lastmod FROM sitemap_dates WHERE run_id = %(run_id)s AND url = %(url)s;
+
+-- name: select_last_checked
+-- When each of ``urls`` (those the store fetched) was last fetched or confirmed unchanged.
+SELECT url, checked_at FROM last_fetches WHERE url = ANY(%(urls)b::text[]);

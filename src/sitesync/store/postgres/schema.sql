@@ -380,3 +380,14 @@ CREATE TABLE last_fetches (
     links         bytea            NOT NULL,     -- zlib of a JSON array: the page's normalized links
     record_ids    bigint[]         NOT NULL      -- the records the body produced
 );
+
+-- Tombstones by run (migration 0019): the pages each scan found gone.
+CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';
+
+-- The <lastmod> dates a run's sitemaps gave its pages (migration 0020).
+CREATE TABLE sitemap_dates (
+    run_id  bigint           NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    url     text             NOT NULL,  -- normalized
+    lastmod double precision NOT NULL,  -- epoch seconds, read as late as the date can mean
+    PRIMARY KEY (run_id, url)
+);

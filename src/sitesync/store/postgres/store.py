@@ -17,8 +17,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from sitesync.store._changes import PlainChanges
 from sitesync.store._faults import DEFAULT_RETRY_SECONDS
 from sitesync.store._plain import PlainOverview
+from sitesync.store._sitemapdates import PlainSitemapDates
 from sitesync.store.postgres._db import (
     PostgresDb,
     check_schema,
@@ -29,6 +31,7 @@ from sitesync.store.postgres._db import (
 from sitesync.store.postgres.clock import ServerClock
 from sitesync.store.postgres.coordination import PostgresCoordination
 from sitesync.store.postgres.frontier import PostgresFrontier
+from sitesync.store.postgres.gone import PostgresGone
 from sitesync.store.postgres.records import PostgresRecords
 from sitesync.store.postgres.registry import PostgresRegistry
 from sitesync.store.postgres.revisits import PostgresRevisits
@@ -42,9 +45,12 @@ class PostgresStore(
     PostgresFrontier,
     PostgresRecords,
     PostgresRevisits,
+    PostgresGone,
     PostgresCoordination,
     PostgresSupervision,
     PlainOverview[PostgresDb],
+    PlainChanges[PostgresDb],
+    PlainSitemapDates[PostgresDb],
     PostgresRegistry,
 ):
     """All store interfaces on one PostgreSQL database (or one schema of it)."""

@@ -48,3 +48,17 @@ SELECT :run_id, r.id, r.latest_version, s.task_id, :now
  ORDER BY s.n
 ON CONFLICT (run_id, record_id) DO NOTHING
 RETURNING record_id, task_id;
+
+-- name: insert_sitemap_dates
+-- The <lastmod> of the pages a sitemap of the run listed (``dates``: a JSON object, URL to
+-- epoch seconds): what a page of this run is skipped or ordered by (runs/sitemapdates.py).
+INSERT INTO sitemap_dates (run_id, url, lastmod)
+SELECT :run_id, key, value FROM json_each(:dates) WHERE true
+ON CONFLICT (run_id, url) DO UPDATE SET lastmod = excluded.lastmod;
+
+-- name: select_sitemap_date
+SELECT lastmod FROM sitemap_dates WHERE run_id = :run_id AND url = :url;
+
+-- name: select_last_checked
+-- When each of ``urls`` (those the store fetched) was last fetched or confirmed unchanged.
+SELECT url, checked_at FROM last_fetches WHERE url IN (SELECT value FROM json_each(:urls));

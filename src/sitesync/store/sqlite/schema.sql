@@ -319,3 +319,14 @@ CREATE TABLE last_fetches (
     links         BLOB    NOT NULL,     -- zlib of a JSON array: the page's normalized links
     record_ids    TEXT    NOT NULL      -- JSON array: the records the body produced
 ) WITHOUT ROWID;
+
+-- Tombstones by run (migration 0017): the pages each scan found gone.
+CREATE INDEX record_versions_gone ON record_versions (run_id) WHERE content_hash = 'gone';
+
+-- The <lastmod> dates a run's sitemaps gave its pages (migration 0018).
+CREATE TABLE sitemap_dates (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    url     TEXT    NOT NULL,  -- normalized
+    lastmod REAL    NOT NULL,  -- epoch seconds, read as late as the date can mean
+    PRIMARY KEY (run_id, url)
+) WITHOUT ROWID;

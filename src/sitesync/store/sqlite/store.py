@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from sitesync.store._changes import PlainChanges
 from sitesync.store._plain import PlainOverview
+from sitesync.store._sitemapdates import PlainSitemapDates
 from sitesync.store.sqlite._db import SqliteDb
 from sitesync.store.sqlite.coordination import SqliteCoordination
 from sitesync.store.sqlite.frontier import SqliteFrontier
+from sitesync.store.sqlite.gone import SqliteGone
 from sitesync.store.sqlite.records import SqliteRecords
 from sitesync.store.sqlite.registry import SqliteRegistry
 from sitesync.store.sqlite.revisits import SqliteRevisits
@@ -31,9 +34,12 @@ class SqliteStore(
     SqliteFrontier,
     SqliteRecords,
     SqliteRevisits,
+    SqliteGone,
     SqliteCoordination,
     SqliteSupervision,
     PlainOverview[SqliteDb],
+    PlainChanges[SqliteDb],
+    PlainSitemapDates[SqliteDb],
     SqliteRegistry,
 ):
     """All store interfaces on one SQLite file.

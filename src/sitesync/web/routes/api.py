@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import Response
 
 from sitesync.errors import InvalidURL
+from sitesync.models import ChangeReport
 from sitesync.readmodel.overview import Action, Overview
 from sitesync.readmodel.schema import (
     ApiError,
@@ -78,6 +79,19 @@ async def get_redirects(
 async def get_navigation(overview: OverviewDep, run_id: RunId) -> RunNavigation:
     """The navigation sampler's records of the run: per site, up to 10 navigational URLs."""
     return await overview.navigation(run_id)
+
+
+@router.get("/api/runs/{run_id}/changes", tags=["runs"], responses=_NOT_FOUND)
+async def get_changes(
+    overview: OverviewDep,
+    run_id: RunId,
+    since: Annotated[
+        int | None, Query(ge=1, description="The earlier run (default: the previous scan).")
+    ] = None,
+) -> ChangeReport:
+    """Per host: pages new, changed, unchanged (304, same content, sitemap date), gone,
+    and bytes downloaded against a full fetch (``sitesync changes RUN --json``'s data)."""
+    return await overview.changes(run_id, since)
 
 
 @router.get("/api/runs/{run_id}/why", tags=["runs"], responses=_NOT_FOUND)

@@ -230,6 +230,17 @@ function renderNavigation(navigation) {
   }), "no navigation sample (yet)");
 }
 
+function renderChanges(report) {
+  $("changes-since").textContent = report.since_run_id
+    ? `since run ${report.since_run_id}` : "(no earlier scan: every page is new)";
+  const rows = report.hosts.length > 1 ? [...report.hosts, report.total] : report.hosts;
+  fill("changes", rows.map((h) => row([
+    h.host === "*" ? "all hosts" : h.host, h.new, h.changed, h.unchanged_not_modified,
+    h.unchanged_same_content, h.unchanged_per_sitemap, h.gone, h.not_reached, h.requests,
+    fmt.bytes(h.bytes_downloaded), fmt.bytes(h.bytes_full_fetch),
+  ])), "no page seen (yet)");
+}
+
 function showMessage(text, isError) {
   const box = $("message");
   box.hidden = !text;
@@ -272,14 +283,15 @@ async function refresh() {
     renderRuns(runs);
     if (selectedRun !== null) {
       const base = `api/runs/${selectedRun}`;
-      const [detail, errors, redirects, navigation] = await Promise.all([
+      const [detail, errors, redirects, navigation, changes] = await Promise.all([
         api(base), api(`${base}/errors?limit=500`), api(`${base}/redirects?limit=50`),
-        api(`${base}/navigation`),
+        api(`${base}/navigation`), api(`${base}/changes`),
       ]);
       renderDetail(detail);
       renderErrors(errors);
       renderRedirects(redirects);
       renderNavigation(navigation);
+      renderChanges(changes);
     }
     $("refreshed").textContent = `updated ${new Date().toLocaleTimeString()}`;
     $("refreshed").className = "muted";
