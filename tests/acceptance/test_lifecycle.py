@@ -20,6 +20,10 @@ from tests.acceptance.test_crash_and_stop import assert_exact, wait_for_progress
 pytestmark = pytest.mark.slow
 
 
+#: How often the crawls read their run's status: a pause reaches them within it.
+POLL = 0.5
+
+
 def settings(db: str) -> dict[str, str]:
     return {
         "db": db, "concurrency": "2", "per_host_concurrency": "1", "delay": "0",
@@ -28,7 +32,7 @@ def settings(db: str) -> dict[str, str]:
         "sitemaps": "false",
         # supervisors: quick heartbeats and watchdog, crashes noticed after 2 s
         "supervisor_heartbeat_seconds": "0.3", "watchdog_seconds": "0.3",
-        "stale_run_seconds": "2",
+        "stale_run_seconds": "2", "status_poll_seconds": str(POLL),
     }  # fmt: skip
 
 
@@ -52,10 +56,10 @@ def test_pause_resume_stop_and_cancel_from_another_process(db_url: str) -> None:
         crawl = sitesync("crawl", *site.root_urls, "--no-progress", settings=settings(db_url))
         wait_for_progress(db_url, 5)
         assert cli(db_url, "pause", "1").returncode == 0
-        # The crawl learns of the pause at its next status poll (status_poll_seconds, 0.5 s
-        # by default): until then it may lease more, so the in-flight count can touch 0
-        # between two batches. A real wait: the crawl is another process, with its own clock.
-        time.sleep(2 * 0.5)
+        # The crawl learns of the pause at its next status poll (POLL): until then it may
+        # lease more, so the in-flight count can touch 0 between two batches. A real wait:
+        # the crawl is another process, with its own clock.
+        time.sleep(2 * POLL)
         wait_for(lambda: read_run(db_url)[0].counters.assigned == 0, "in-flight pages to finish")
         quiet_from = len(site.requests)
         time.sleep(1.0)  # a real wait, to show nothing happens: a paused run fetches nothing
