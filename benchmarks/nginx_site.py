@@ -112,11 +112,16 @@ class NginxSite:
         return total
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def stop_process(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+    """Terminate a server the harness started, killing it after 10 s if it lingers."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

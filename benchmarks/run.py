@@ -36,7 +36,7 @@ from typing import Any
 import psutil
 import psycopg
 from bench_summary import print_summary, summary_rows
-from nginx_site import NginxSite
+from nginx_site import NginxSite, stop_process
 from psycopg import sql
 
 from sitesync.testing import SiteSpec
@@ -205,13 +205,7 @@ class Server:
         return float(times.user + times.system)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
