@@ -90,6 +90,20 @@ async def test_a_completed_fetch_is_kept_with_its_validators_links_and_records(
     assert sorted(kind for _, kind in earlier.records) == ["image", "page"]
 
 
+async def test_a_batch_read_returns_each_kept_url_once_and_none_of_the_others(
+    store: Store,
+) -> None:
+    """A worker reads a whole batch of leases' last fetches at once: the URLs the store
+    fetched come back as the single read gives them, the others are absent."""
+    run_id = await new_run(store)
+    await report(store, run_id, full(), [PAGE])
+    assert await store.last_fetches([]) == {}
+    never = f"http://{HOST}/never-fetched"
+    batch = await store.last_fetches([never, URL, URL])
+    assert list(batch) == [URL]
+    assert batch[URL] == await store.last_fetch(URL)
+
+
 async def test_a_failed_or_retried_attempt_leaves_the_last_fetch_alone(store: Store) -> None:
     run_id = await new_run(store)
     await report(store, run_id, full(), ok=False, status=0)

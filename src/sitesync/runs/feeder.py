@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from sitesync.fetch.politeness import HostLimiter
-from sitesync.models import RunStatus
+from sitesync.models import Lease, RunStatus
 from sitesync.runs.claims import ClaimKeeper
 from sitesync.runs.dispatch import HostDispatcher
 from sitesync.runs.ending import Ending, WorkerExit
@@ -57,6 +57,9 @@ class LeaseFeeder:
         #: Called when a host beyond the share has nothing of ours in flight any more (the
         #: worker has its claims refreshed then: see Upkeep.look_now).
         self.on_surplus_drained: Callable[[], None] = lambda: None
+        #: Awaited with each batch of leases before they are handed out (the worker reads
+        #: what the store kept of their URLs then: see Revalidation.prefetch).
+        self.on_leased: Callable[[Sequence[Lease]], Awaitable[None]] | None = None
 
     async def feed(self) -> None:
         options = self.options
@@ -73,6 +76,8 @@ class LeaseFeeder:
                     claimed_only=True,
                     per_host=options.held_per_host if options.per_host_concurrency else None,
                 )
+                if leases and self.on_leased is not None:
+                    await self.on_leased(leases)
                 for lease in leases:
                     self._held[lease.host] += 1
                     self._held_total += 1

@@ -19,6 +19,7 @@ from sitesync.fetch.base import FetchResult
 from sitesync.models import (
     EarlierFetch,
     FetchOutcome,
+    LastFetch,
     Lease,
     NewTask,
     Revisit,
@@ -26,6 +27,9 @@ from sitesync.models import (
     Validators,
 )
 from sitesync.store.base import Store
+
+#: Prefetched last fetches kept at most (each taken when its page is asked for).
+PREFETCHED_AT_MOST = 100_000
 
 NO_VALIDATORS = "304 Not Modified to a request without validators"
 GONE = "304 Not Modified, but the store no longer has the earlier fetch's links or records"
@@ -56,11 +60,27 @@ class Revalidation:
     def __init__(self, store: Store, *, enabled: bool) -> None:
         self.store = store
         self.enabled = enabled
+        # What the store kept of the leased URLs, read once per batch of leases (one store
+        # round trip cost as much as the rest of a page's bookkeeping); taken by ``ask``.
+        self._read: dict[str, LastFetch | None] = {}
+
+    async def prefetch(self, leases: Sequence[Lease]) -> None:
+        """Read the last fetches of a batch of leased pages at once, for their ``ask``."""
+        if not self.enabled or not leases:
+            return
+        if len(self._read) > PREFETCHED_AT_MOST:  # leases let go unfetched left theirs
+            self._read.clear()
+        urls = [lease.url for lease in leases]
+        found = await self.store.last_fetches(urls)
+        self._read.update((url, found.get(url)) for url in urls)
 
     async def ask(self, url: str) -> Asked:
         if not self.enabled:
             return Asked()
-        last = await self.store.last_fetch(url)
+        if url in self._read:  # no other worker fetches a URL this worker holds the lease of
+            last = self._read.pop(url)
+        else:  # a redirect's target, or a lease acquired without a prefetch
+            last = await self.store.last_fetch(url)
         if last is None:
             return Asked()
         asked = sendable(last.validators, self.store.now())

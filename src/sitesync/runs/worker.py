@@ -111,6 +111,7 @@ class CrawlWorker:
             options=options, claims=self.claims, on_hosts_changed=self._feeder.wake,
         )  # fmt: skip
         self._feeder.on_surplus_drained = self._upkeep.look_now
+        self._feeder.on_leased = self._attempts.revalidation.prefetch
         self._status = StatusWatcher(
             store, run=run, frontier=self.frontier, poll=options.status_poll,
             ending=self._ending, on_settings=self._retune,

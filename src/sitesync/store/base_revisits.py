@@ -19,7 +19,12 @@ class RevisitStore(Protocol):
     async def last_fetch(self, url: str) -> LastFetch | None:
         """The URL's latest successful fetch in the store (any run), or None; in one read,
         with what a 304 for it stands for (``earlier``: its links and its records, each
-        still in the store, else None), so a page costs one lookup before its request."""
+        still in the store, else None)."""
+        ...
+
+    async def last_fetches(self, urls: Sequence[str]) -> dict[str, LastFetch]:
+        """:meth:`last_fetch` of each of ``urls`` the store fetched, in one read: a worker
+        asks once per batch of leases, not once per page (a store round trip each)."""
         ...
 
     async def save_sitemap_dates(self, run_id: int, dates: Mapping[str, float]) -> None:

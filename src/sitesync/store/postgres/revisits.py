@@ -25,11 +25,14 @@ from sitesync.store.postgres.record_batch import add_assets
 
 class PostgresRevisits(PostgresArea):
     async def last_fetch(self, url: str) -> LastFetch | None:
-        rows = await self._db.rows("select_last_fetch", {"url": url})
-        if not rows:
-            return None
-        row = rows[0]
-        return last_fetch_from_row(row, list(row["record_ids"]), row["found"] or [])
+        return (await self.last_fetches([url])).get(url)
+
+    async def last_fetches(self, urls: Sequence[str]) -> dict[str, LastFetch]:
+        rows = await self._db.rows("select_last_fetches", {"urls": list(urls)})
+        return {
+            row["url"]: last_fetch_from_row(row, list(row["record_ids"]), row["found"] or [])
+            for row in rows
+        }
 
 
 def _ids(ids: list[int]) -> list[int]:

@@ -2,16 +2,17 @@
 -- a scan revalidates with, and what a 304 stands for. The same query names as
 -- store/sqlite/revisits.sql: read them side by side.
 
--- name: select_last_fetch
--- Before a request: the validators to send, and what a 304 would stand for (its links,
--- and which of its records the store still has): one primary-key lookup per page.
+-- name: select_last_fetches
+-- Before the requests of a batch of leases: the validators to send, and what a 304 would
+-- stand for (its links, and which of its records the store still has): one primary-key
+-- lookup per page, one statement per batch.
 SELECT f.url, f.run_id, f.task_id, f.fetched_at, f.checked_at, f.etag, f.last_modified,
        f.content_hash, f.body_bytes, f.links, f.record_ids,
        (SELECT jsonb_agg(jsonb_build_array(r.id, r.kind))
           FROM records AS r
          WHERE r.id = ANY(f.record_ids)) AS found
   FROM last_fetches AS f
- WHERE f.url = %(url)s;
+ WHERE f.url = ANY(%(urls)s);
 
 -- name: upsert_last_fetch
 -- A body downloaded in full: it is the URL's last fetch now, whatever was there before.

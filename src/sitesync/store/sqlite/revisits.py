@@ -25,11 +25,16 @@ from sitesync.store.sqlite.record_batch import add_assets
 
 class SqliteRevisits(SqliteArea):
     async def last_fetch(self, url: str) -> LastFetch | None:
-        rows = await self._db.rows("select_last_fetch", {"url": url})
-        if not rows:
-            return None
-        row = rows[0]
-        return last_fetch_from_row(row, json.loads(row["record_ids"]), json.loads(row["found"]))
+        return (await self.last_fetches([url])).get(url)
+
+    async def last_fetches(self, urls: Sequence[str]) -> dict[str, LastFetch]:
+        rows = await self._db.rows("select_last_fetches", {"urls": json.dumps(list(urls))})
+        return {
+            row["url"]: last_fetch_from_row(
+                row, json.loads(row["record_ids"]), json.loads(row["found"])
+            )
+            for row in rows
+        }
 
 
 def save_revisits(
