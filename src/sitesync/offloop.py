@@ -80,6 +80,7 @@ class PageWork:
         # requests, signals) runs first, and the pages' work takes what is left.
         self._threads = DaemonThreads(threads, name="page", nice=PAGE_NICE)
         self._leaving = leaving
+        self._leave: asyncio.Future[Any] | None = None
 
     def for_page(self, size: int) -> PageBudget:
         """The budget of one page of ``size`` bytes (its body)."""
@@ -89,15 +90,9 @@ class PageWork:
         started = time.monotonic()
         work = asyncio.ensure_future(self._threads.run(function, *args))
         waits: set[asyncio.Future[Any]] = {work}
-        leave = None
         if self._leaving is not None:
-            leave = asyncio.ensure_future(self._leaving.wait())
-            waits.add(leave)
-        try:
-            await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if leave is not None:
-                leave.cancel()
+            waits.add(self._leave_waiter(self._leaving))
+        await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
         if not work.done() and self._leaving is not None and self._leaving.is_set():
             # A page's ordinary work ends in milliseconds: a worker on its way out waits a
             # moment for it, so a page it fetched is committed, not fetched again after the
@@ -112,8 +107,17 @@ class PageWork:
             raise Abandoned
         raise ParseTimeout(self.budget)
 
+    def _leave_waiter(self, leaving: asyncio.Event) -> asyncio.Future[Any]:
+        """One task for the worker's life that ends when it leaves, which every page's wait
+        shares: a task of its own per page cost as much as the thread hop itself."""
+        if self._leave is None or (self._leave.done() and not leaving.is_set()):
+            self._leave = asyncio.ensure_future(leaving.wait())
+        return self._leave
+
     def close(self) -> None:
         """Let idle threads end; one still inside a step ends when its step does."""
+        if self._leave is not None:
+            self._leave.cancel()
         self._threads.close()
 
 
