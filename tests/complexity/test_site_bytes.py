@@ -133,6 +133,16 @@ SIMILARITY = [
     Case("similarity: words", lambda n: b"word " * (n // 5), _shingles, 5_120),
 ]
 
+
+class _Parsed(str):
+    """A robots.txt (its size is the input's) with its rules parsed beforehand: only the
+    matching is timed."""
+
+    def __init__(self, body: str) -> None:
+        self.rules = Protego.parse(body)
+        self.rules.can_fetch("http://a.test/", "sitesync")  # protego indexes on first use
+
+
 ROBOTS = [
     Case(
         "robots: one long line",
@@ -159,6 +169,21 @@ ROBOTS = [
         5_120,
     ),
     Case("robots: carriage returns", lambda n: "\r" * n, Protego.parse, 5_120),
+    # Matching, as well as parsing: every wildcard rule of the group is tried for a URL.
+    Case(
+        "robots check: wildcard rules",
+        lambda n: _Parsed(
+            "User-agent: *\n" + "".join(f"Disallow: /*a{i}$\n" for i in range(n // 18))
+        ),
+        lambda robots: robots.rules.can_fetch("http://a.test/" + "a" * 2_000, "sitesync"),
+        5_120,
+    ),
+    Case(
+        "robots check: one rule of many wildcards",
+        lambda n: _Parsed("User-agent: *\nDisallow: /" + "*a" * (n // 2) + "*b"),
+        lambda robots: robots.rules.can_fetch("http://a.test/" + "a" * 2_000, "sitesync"),
+        5_120,
+    ),
     Case(
         "robots: sitemaps", lambda n: "Sitemap: http://a.test/\n" * (n // 24), Protego.parse, 5_120
     ),
