@@ -62,7 +62,10 @@ class WorkerOptions:
 
     @property
     def held_per_host(self) -> int:
-        """Leases held per host beyond which the worker asks for other hosts' tasks."""
+        """Leases held per host beyond which the worker asks for other hosts' tasks: four
+        times its concurrency, as for the whole worker. A fast answer (a 304) leaves its
+        lease held until its report commits (``report_interval``): at twice, a rescan's
+        hosts ran out of leases while their slots were free (``make bench-resync``)."""
         if self.per_host_concurrency <= 0:
             return self.held_limit
-        return 2 * self.per_host_concurrency
+        return 4 * self.per_host_concurrency

@@ -64,8 +64,16 @@ class ReportBatcher:
     def add(self, report: TaskReport) -> None:
         self.stats.count(report)
         self._reports.append(report)
-        if len(self._reports) >= self.options.report_batch:
+        if len(self._reports) >= self._flush_at:
             self._now.set()
+
+    @property
+    def _flush_at(self) -> int:
+        """Reports that are committed at once, before ``report_interval`` is up: a batch,
+        or half of the leases the worker may hold, whose other half is then still being
+        fetched (on a fast site, 304s most of all, the held leases were all waiting for
+        the interval while the fetch slots stood free)."""
+        return max(1, min(self.options.report_batch, self.options.held_limit // 2))
 
     def close(self) -> None:
         """End the loop after the write under way (if any), never in the middle of one."""
