@@ -4,7 +4,7 @@ host with three URLs that stall.
     python benchmarks/adaptive.py [--pages 250] [--limit 5] [--delay 0.05] [--json out.json]
     python benchmarks/adaptive.py --case stalls [--scale 0.1] [--json out.json]
 
-``overload`` (the default): the server (``sitesync.testing_load.LoadedSite``) takes
+``overload`` (the default): the server (``sitesync.testing.load.LoadedSite``) takes
 ``--limit`` requests per second and answers 503 (no Retry-After) above that; below it, its
 latency grows with the request rate. The same site is crawled twice in this run by a real
 ``sitesync crawl`` subprocess, with a small delay and per-host concurrency 4: once with
@@ -12,7 +12,7 @@ adaptive politeness on, once off. For each: the time taken, pages completed and 
 share of 503 answers, the retries and the rate the server took once settled (the second
 half of the crawl).
 
-``stalls``: issue 28's site (``sitesync.testing_load.TroubledSite``): 150 pages that answer
+``stalls``: issue 28's site (``sitesync.testing.load.TroubledSite``): 150 pages that answer
 at once and three URLs that stall (no answer, headers after 40 s, a body at a byte a
 second), crawled with sitesync's defaults, every time in them (delay, timeouts, retry
 backoff, adaptive recovery) and the site's stalls multiplied by ``--scale``. Two sites, two
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from sitesync.store import open_store
-from sitesync.testing_load import LoadedSite, TroubledSite
+from sitesync.testing.load import LoadedSite, TroubledSite
 
 # The site is on loopback, which crawls refuse unless it is opened.
 BASE = ["--no-progress", "--no-robots", "--no-sitemaps", "--allow-network", "127.0.0.0/8"]

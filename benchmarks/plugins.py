@@ -25,7 +25,7 @@ from typing import Any
 
 from sitesync.config import load_settings
 from sitesync.fetch.base import FetchOutcome
-from sitesync.html import extract_links
+from sitesync.fetch.html import extract_links
 from sitesync.models import AssetRecord, CrawlArtifact, NewTask, RunConfig, RunStatus, TaskReport
 from sitesync.plugins.loader import discover
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline

@@ -20,7 +20,7 @@ import pytest
 from sitesync.models import HostState, TaskState
 from sitesync.store import open_store
 from sitesync.testing import LoopbackSite, SiteSpec
-from sitesync.testing_load import LoadedSite, TroubledSite
+from sitesync.testing.load import LoadedSite, TroubledSite
 from tests.acceptance._cli import communicate, read_run, run_in_process, sitesync
 
 pytestmark = pytest.mark.slow

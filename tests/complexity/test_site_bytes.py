@@ -18,9 +18,9 @@ from selectolax.lexbor import LexborHTMLParser
 from sitesync.cli.domain_files import read_domain_list
 from sitesync.fetch.base import parse_retry_after
 from sitesync.fetch.decode import declared_charset, decode_html_checked
+from sitesync.fetch.html import count_anchors, extract_links
 from sitesync.fetch.sitemaps import parse_sitemap
 from sitesync.fetch.text import header_text
-from sitesync.html import count_anchors, extract_links
 from sitesync.plugins import ParsedPage
 from sitesync.plugins.builtin.navigation import _candidates
 from sitesync.plugins.builtin.page_metadata import _word_count

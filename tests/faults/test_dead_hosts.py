@@ -22,11 +22,11 @@ import pytest
 from aiohttp import web
 
 from sitesync.config import Settings, load_settings
+from sitesync.engine.wiring import worker_options
 from sitesync.errors import ConfigError
 from sitesync.models import HostStatus, Run, RunHost, RunStatus, Task, TaskState
 from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
-from sitesync.runs.wiring import worker_options
 from sitesync.store import open_store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import LoopbackSite, SiteSpec

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
+from sitesync.engine.deadhosts import no_connection
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.lookups import NameLookups
 from sitesync.models import FetchOutcome
-from sitesync.runs.deadhosts import no_connection
 from sitesync.testing.spec import OPEN_LOOPBACK
 from tests.safety._standins import PUBLIC_IP, StandIn, serving
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from sitesync.engine.worker import CrawlWorker, WorkerExit, WorkerOptions
 from sitesync.errors import StoreUnavailable
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import HttpFetcher
@@ -39,7 +40,6 @@ from sitesync.models import (
     Task,
     TaskState,
 )
-from sitesync.runs.worker import CrawlWorker, WorkerExit, WorkerOptions
 from sitesync.store import open_store
 from sitesync.store.base import Store
 from sitesync.testing import OPEN_LOOPBACK

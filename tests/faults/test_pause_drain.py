@@ -8,10 +8,10 @@ import time
 
 from aiohttp import web
 
+from sitesync.engine.worker import CrawlWorker, WorkerExit, WorkerOptions
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.http import HttpFetcher
 from sitesync.models import NewTask, RunConfig, RunStatus, TaskState
-from sitesync.runs.worker import CrawlWorker, WorkerExit, WorkerOptions
 from sitesync.store.base import Store
 from sitesync.testing import OPEN_LOOPBACK, LoopbackSite, SiteSpec
 

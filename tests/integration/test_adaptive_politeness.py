@@ -1,6 +1,6 @@
 """Adaptive politeness against real loopback servers that struggle, and through real stores.
 
-Each crawl runs in process against a :class:`~sitesync.testing_load.LoadedSite` with a small
+Each crawl runs in process against a :class:`~sitesync.testing.load.LoadedSite` with a small
 configured delay and per-host concurrency 4; what the server saw (statuses, start times) and
 what the store kept (the host's pace, polled during the crawl) are the evidence.
 """
@@ -32,7 +32,7 @@ from sitesync.store import open_store
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK
-from sitesync.testing_load import LoadedSite
+from sitesync.testing.load import LoadedSite
 from tests.contract.test_frontier_store import running_run, task
 
 DELAY = 0.05

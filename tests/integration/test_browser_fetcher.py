@@ -16,14 +16,14 @@ import pytest_asyncio
 from aiohttp import web
 
 from sitesync.config import load_settings
+from sitesync.engine.deadhosts import host_failure
+from sitesync.engine.wiring import fetch_limits, network_policy
 from sitesync.errors import ConfigError, FetchError
 from sitesync.fetch.base import FetchLimits, FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
 from sitesync.models import RunStatus, TaskState
 from sitesync.runs.crawl import crawl
-from sitesync.runs.deadhosts import host_failure
 from sitesync.runs.request import CrawlRequest, prepare_run
-from sitesync.runs.wiring import fetch_limits, network_policy
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK, OUT_OF_SCOPE_IPS, Handler, LoopbackSite, SiteSpec
 from tests.faults.test_dead_hosts import dropping_origin

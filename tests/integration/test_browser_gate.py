@@ -17,12 +17,12 @@ import pytest_asyncio
 from aiohttp import web
 
 from sitesync.config import load_settings
+from sitesync.engine.wiring import fetch_limits, network_policy
 from sitesync.fetch.browser import BrowserFetcher
 from sitesync.fetch.guard_proxy import GuardProxy
 from sitesync.models import RunStatus, TaskState
 from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
-from sitesync.runs.wiring import fetch_limits, network_policy
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK, Handler, LoopbackSite, SiteSpec
 

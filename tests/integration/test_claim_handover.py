@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from sitesync.engine.claims import ClaimKeeper
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import ClaimGrant
-from sitesync.runs.claims import ClaimKeeper
 from sitesync.store.base import Store
 from tests.contract.test_coordination import HOSTS, claim, join, run_with_hosts
 

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
+from sitesync.engine import upkeep as upkeep_module
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.ending import Ending
+from sitesync.engine.feeder import LeaseFeeder
+from sitesync.engine.liveness import this_process
+from sitesync.engine.options import WorkerOptions
+from sitesync.engine.upkeep import Upkeep
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import ClaimGrant, TaskReport
-from sitesync.runs import upkeep as upkeep_module
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.ending import Ending
-from sitesync.runs.feeder import LeaseFeeder
-from sitesync.runs.liveness import this_process
-from sitesync.runs.options import WorkerOptions
-from sitesync.runs.upkeep import Upkeep
 from sitesync.store.base import Store
 from tests.contract.test_coordination import HOSTS, claim, join, run_with_hosts
 

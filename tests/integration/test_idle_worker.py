@@ -13,12 +13,12 @@ import contextlib
 import time
 from typing import Any
 
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.ending import Ending
+from sitesync.engine.feeder import LeaseFeeder
+from sitesync.engine.options import WorkerOptions
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import ClaimGrant, Lease, Run
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.ending import Ending
-from sitesync.runs.feeder import LeaseFeeder
-from sitesync.runs.options import WorkerOptions
 from sitesync.store.base import Store
 from tests.contract.test_coordination import HOSTS, claim, join, run_with_hosts
 

@@ -33,7 +33,7 @@ from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.testing import OPEN_LOOPBACK
-from sitesync.testing_load import LoadedSite, TroubledSite
+from sitesync.testing.load import LoadedSite, TroubledSite
 from sitesync.urls import url_host
 from tests.integration.test_adaptive_politeness import answered, watching
 

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from sitesync.cli import app
 from sitesync.cli.supervise import _network_env
 from sitesync.config import Settings, load_settings
+from sitesync.engine.wiring import network_policy
 from sitesync.errors import ConfigError
 from sitesync.fetch.base import FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
@@ -32,7 +33,6 @@ from sitesync.fetch.netpolicy import ForbiddenAddress, IPAddress, NetworkPolicy,
 from sitesync.models import Run, Task
 from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
-from sitesync.runs.wiring import network_policy
 from sitesync.store.base import Store
 from sitesync.store.sqlite.store import SqliteStore
 from sitesync.web import create_app

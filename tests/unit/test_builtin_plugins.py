@@ -13,7 +13,7 @@ import pytest
 
 from sitesync.config import load_settings
 from sitesync.fetch.base import FetchOutcome
-from sitesync.html import extract_links
+from sitesync.fetch.html import extract_links
 from sitesync.models import AssetRecord, CrawlArtifact
 from sitesync.plugins import ParsedPage, PluginContext
 from sitesync.plugins.builtin._common import word_count

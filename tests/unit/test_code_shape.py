@@ -29,7 +29,7 @@ ALLOWED: dict[str, str] = {
         "one cohesive thing: the one Settings class, every setting with its documentation in"
         " a flat list that docs/settings.md and --help are generated from; split by area, a"
         " reader would hunt for a setting across files. Everything else moved out (builders:"
-        " runs/wiring.py; cadence, networks, user agent: their own modules)"
+        " engine/wiring.py; cadence, networks, user agent: their own modules)"
     ),
 }
 

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 
 import pytest
 
+from sitesync.engine.dispatch import HostDispatcher
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import Lease
-from sitesync.runs.dispatch import HostDispatcher
 
 
 async def settle() -> None:

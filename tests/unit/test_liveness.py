@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from sitesync.engine.liveness import ProcessIdentity, is_gone, start_of, this_process
 from sitesync.models import WorkerInfo
-from sitesync.runs.liveness import ProcessIdentity, is_gone, start_of, this_process
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from sitesync.fetch.base import FetchOutcome
-from sitesync.html import count_anchors, extract_links
+from sitesync.fetch.html import count_anchors, extract_links
 from sitesync.models import AssetRecord, CrawlArtifact, canonical_json
 from sitesync.plugins import ParsedPage
 from sitesync.plugins.pipeline import PluginPipeline, RunPlugin

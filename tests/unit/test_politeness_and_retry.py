@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
+from sitesync.engine.retrywait import RetryWaits
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import FetchOutcome, Lease, TaskReport
-from sitesync.runs.retrywait import RetryWaits
 from sitesync.store.base import Store
 from tests._clock import FakeClock
 from tests.contract.test_frontier_store import running_run, task

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import email.utils
 
+from sitesync.engine.revalidation import http_date, sendable, validators_of
 from sitesync.fetch.http import conditional_headers
 from sitesync.models import Validators
-from sitesync.runs.revalidation import http_date, sendable, validators_of
 from sitesync.store._revisits import pack_links, unpack_links
 
 NOW = 1_800_000_000.0

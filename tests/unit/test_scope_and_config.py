@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from sitesync.config import load_settings
+from sitesync.engine.wiring import fetch_limits, worker_options
 from sitesync.errors import ConfigError
 from sitesync.frontier.scope import Scope
 from sitesync.models import RunConfig
-from sitesync.runs.wiring import fetch_limits, worker_options
 
 
 def scope(**config: object) -> Scope:

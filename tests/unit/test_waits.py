@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from sitesync.runs.waits import cancel_and_wait, wait_set
+from sitesync.engine.waits import cancel_and_wait, wait_set
 
 
 async def _loop_waiting(event: asyncio.Event) -> None:

@@ -19,10 +19,10 @@ from sitesync.cli.options import (
     settings_flags,
 )
 from sitesync.cli.output import AsJson, ShownDomain, emit
+from sitesync.engine.wiring import network_policy
 from sitesync.errors import ConfigError
 from sitesync.models import ChangeReport, Domain, DomainScan
 from sitesync.models.changes import summed
-from sitesync.runs.wiring import network_policy
 from sitesync.store import Store
 
 #: How many of a domain's scans ``domains show`` reports the changes of.

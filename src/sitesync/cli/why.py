@@ -15,7 +15,7 @@ from sitesync.cli._common import (
 )
 from sitesync.cli.options import DbOption, from_flags
 from sitesync.cli.output import AsJson, emit
-from sitesync.why import explain_url
+from sitesync.readmodel.why import explain_url
 
 console = plain_console()
 

@@ -43,7 +43,7 @@ _INVALID_ERRORS = {
     "ERR_RESPONSE_HEADERS_TOO_BIG": "invalid response",
 }
 # Not ERR_CONNECTION_TIMED_OUT: no connection at all is unreachable, a host-level failure,
-# as the HTTP fetcher reports it (see sitesync.runs.deadhosts).
+# as the HTTP fetcher reports it (see sitesync.engine.deadhosts).
 _TIMEOUT_ERRORS = frozenset({"ERR_TIMED_OUT"})
 
 

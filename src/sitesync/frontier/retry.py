@@ -19,7 +19,7 @@ class RetryPolicy:
 
     initial: float = setting_default("retry_backoff")
     maximum: float = setting_default("retry_backoff_max")
-    jitter: float = 1.0  # at most a second, and never more than the first wait (runs/wiring.py)
+    jitter: float = 1.0  # at most a second, and never more than the first wait (engine/wiring.py)
 
     def delay(self, attempt: int) -> float:
         wait = tenacity.wait_exponential_jitter(

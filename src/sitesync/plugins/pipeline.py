@@ -12,7 +12,7 @@ Every plugin that awaits runs under ``plugin_timeout_seconds``. A third-party pl
 ``process`` is not ``async`` runs on a daemon thread (under the same timeout), so that one that
 blocks costs its page, not the event loop with every lease and heartbeat on it. Built-ins
 that are not ``async`` run inline on a small page (the hot path has no room for a thread hop),
-and within the page's budget (``parse_timeout_seconds``, sitesync.offloop) on a large one:
+and within the page's budget (``parse_timeout_seconds``, sitesync.plugins.offloop) on a large one:
 its ``ParseTimeout`` ends the page, it is not one plugin's failure.
 """
 
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from sitesync.errors import ConfigError, NotConfigured
 from sitesync.fetch.text import safe_text
 from sitesync.models import AssetRecord, CrawlArtifact, ProcessedArtifact, Run, canonical_json
-from sitesync.offloop import PageBudget, ParseTimeout
 from sitesync.plugins.base import ParsedPage, Plugin, PluginContext, PluginOutput, PoliteFetch
 from sitesync.plugins.loader import LoadedPlugin, discover, plugin_configs
+from sitesync.plugins.offloop import PageBudget, ParseTimeout
 from sitesync.plugins.threads import DaemonThreads
 from sitesync.urls import resolve_link
 

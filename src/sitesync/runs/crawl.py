@@ -11,6 +11,10 @@ from collections.abc import Callable
 
 from sitesync import logs
 from sitesync.config import Settings
+from sitesync.engine.options import WorkerOptions
+from sitesync.engine.waits import wait_set
+from sitesync.engine.wiring import fetch_limits, network_policy, request_profiles, worker_options
+from sitesync.engine.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.errors import (
     ConfigError,
     PluginError,
@@ -23,12 +27,8 @@ from sitesync.fetch.polite import LateClient
 from sitesync.models import Run, RunStatus
 from sitesync.plugins.pipeline import PluginPipeline, build_pipeline
 from sitesync.runs import taskdump
-from sitesync.runs.options import WorkerOptions
 from sitesync.runs.processes import FOREGROUND_DONE
 from sitesync.runs.scans import finish_completed_scans
-from sitesync.runs.waits import wait_set
-from sitesync.runs.wiring import fetch_limits, network_policy, request_profiles, worker_options
-from sitesync.runs.worker import CrawlWorker, WorkerExit, new_worker_id
 from sitesync.store.base import Store
 from sitesync.urls import set_session_params
 

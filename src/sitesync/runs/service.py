@@ -20,12 +20,12 @@ import logging
 import time
 
 from sitesync.config import Settings
+from sitesync.engine.waits import wait_set
+from sitesync.engine.worker import new_worker_id
 from sitesync.errors import CannotJoinRun, ConfigError, StoreUnavailable
 from sitesync.models import Run, RunStatus
 from sitesync.runs.crawl import Signals, crawl
 from sitesync.runs.request import join_settings
-from sitesync.runs.waits import wait_set
-from sitesync.runs.worker import new_worker_id
 from sitesync.store import Store, open_store
 
 log = logging.getLogger(__name__)

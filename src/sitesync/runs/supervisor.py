@@ -22,11 +22,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from sitesync.config import setting_default
+from sitesync.engine.waits import wait_set
 from sitesync.errors import IllegalTransition
 from sitesync.models import RunStatus
 from sitesync.runs.processes import spawn_sitesync
 from sitesync.runs.scans import finish_completed_scans
-from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Built-in plugin ``links``: records what the crawl's link extraction found on each page.
 
-The extraction itself is the crawl's (``sitesync.html``): this plugin reads its result,
+The extraction itself is the crawl's (``sitesync.fetch.html``): this plugin reads its result,
 ``artifact.links``, and the tree it parsed.
 """
 

@@ -52,7 +52,7 @@ RETURNING record_id, task_id;
 
 -- name: insert_sitemap_dates
 -- The <lastmod> of the pages a sitemap of the run listed (``dates``: a JSON object, URL to
--- epoch seconds): what a page of this run is skipped or ordered by (runs/sitemapdates.py).
+-- epoch seconds): what a page of this run is skipped or ordered by (engine/sitemapdates.py).
 INSERT INTO sitemap_dates (run_id, url, lastmod)
 SELECT :run_id, key, value FROM json_each(:dates) WHERE true
 ON CONFLICT (run_id, url) DO UPDATE SET lastmod = excluded.lastmod;

@@ -19,9 +19,9 @@ from sitesync.readmodel.schema import (
     RunSummary,
     StatusOverview,
 )
+from sitesync.readmodel.why import explain_url
 from sitesync.web.metrics import CONTENT_TYPE, gather_run_metrics, render
 from sitesync.web.state import dashboard_of
-from sitesync.why import explain_url
 
 router = APIRouter()
 

@@ -9,13 +9,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sitesync.config import Settings
+from sitesync.engine.options import WorkerOptions
 from sitesync.fetch.adaptive import PaceSettings
 from sitesync.fetch.base import FetchLimits
 from sitesync.fetch.netpolicy import NetworkPolicy
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.networks import parse_networks
 from sitesync.profiles import ProfileOf, RequestProfile, profile_from, profiles_for
-from sitesync.runs.options import WorkerOptions
 from sitesync.urls import url_host
 
 

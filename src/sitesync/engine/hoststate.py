@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import time
 
+from sitesync.engine.deadhosts import DeadHosts
+from sitesync.engine.options import WorkerOptions
 from sitesync.fetch.adaptive import LearnedPace
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
-from sitesync.runs.deadhosts import DeadHosts
-from sitesync.runs.options import WorkerOptions
 from sitesync.store.base import Store
 from sitesync.urls import url_host
 

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.revalidation import Revalidated, Revalidation
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
 from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.revalidation import Revalidated, Revalidation
 from sitesync.store.base import Store
 from sitesync.urls import origin_of, resolve_link, same_site, url_host
 

@@ -1,5 +1,5 @@
 """A page attempt's turn at its host: the host's politeness slot, and the checks that must
-pass once it is in hand (moved out of :mod:`sitesync.runs.page`, which uses it)."""
+pass once it is in hand (moved out of :mod:`sitesync.engine.page`, which uses it)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sitesync.fetch.politeness import Turn
 from sitesync.models import Lease
 
 if TYPE_CHECKING:
-    from sitesync.runs.page import PageAttempts
+    from sitesync.engine.page import PageAttempts
 
 
 class PageTurn:

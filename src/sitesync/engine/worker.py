@@ -3,24 +3,24 @@
 The worker is a small orchestrator of parts with one job each, and of the side tasks that
 run them, kept by name:
 
-- ``feed`` (:class:`~sitesync.runs.feeder.LeaseFeeder`): keeps up to ``in_flight_limit``
+- ``feed`` (:class:`~sitesync.engine.feeder.LeaseFeeder`): keeps up to ``in_flight_limit``
   leases in hand, acquiring in batches and skipping hosts it already holds enough of;
   notices when the run has drained.
 - ``fetch-N``: ``concurrency`` slots, each fetching one lease at a time under the host
-  limiter (:class:`~sitesync.runs.page.PageAttempts`).
-- ``report`` (:class:`~sitesync.runs.reporter.ReportBatcher`): commits finished attempts
+  limiter (:class:`~sitesync.engine.page.PageAttempts`).
+- ``report`` (:class:`~sitesync.engine.reporter.ReportBatcher`): commits finished attempts
   in batches (one transaction per batch), so durability costs one commit per batch
   instead of one per page.
-- ``heartbeat`` and ``claims`` (:class:`~sitesync.runs.upkeep.Upkeep`): renew this
+- ``heartbeat`` and ``claims`` (:class:`~sitesync.engine.upkeep.Upkeep`): renew this
   worker's leases and sign the run alive; refresh its fair share of hosts.
-- ``status`` (:class:`~sitesync.runs.ending.StatusWatcher`): reads the run's status row
+- ``status`` (:class:`~sitesync.engine.ending.StatusWatcher`): reads the run's status row
   every ``status_poll`` seconds, so a pause, stop or cancel issued from another process
   reaches this one within that long. From then on no request starts (each fetch checks
   right before it begins), and leases not yet started go back to pending at once.
 - ``seed``: a run not seeded yet is seeded (its sitemaps read) alongside.
 
 What the worker learns about hosts is kept in the store by
-:class:`~sitesync.runs.hoststate.HostStateSync`.
+:class:`~sitesync.engine.hoststate.HostStateSync`.
 
 At most ``in_flight_limit`` tasks are leased, fetched or waiting to be committed at any
 time; that is all a SIGKILL can cost, and those tasks are fetched again after their leases
@@ -39,24 +39,24 @@ import socket
 from collections.abc import Awaitable
 
 from sitesync import logs
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.ending import Ending, StatusWatcher, WorkerExit
+from sitesync.engine.feeder import LeaseFeeder
+from sitesync.engine.hoststate import HostStateSync
+from sitesync.engine.liveness import this_process
+from sitesync.engine.options import WorkerOptions
+from sitesync.engine.page import ArtifactProcessor, Deferral, PageAttempts
+from sitesync.engine.reporter import ReportBatcher, WorkerStats, one_line
+from sitesync.engine.seeding import SitemapReader, seed_run
+from sitesync.engine.upkeep import Upkeep
+from sitesync.engine.waits import cancel_and_wait, wait_set
+from sitesync.engine.wiring import live_pace
 from sitesync.fetch.base import Fetcher
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import Lease, Run, RunStatus, TaskReport
-from sitesync.offloop import PageWork
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.ending import Ending, StatusWatcher, WorkerExit
-from sitesync.runs.feeder import LeaseFeeder
-from sitesync.runs.hoststate import HostStateSync
-from sitesync.runs.liveness import this_process
-from sitesync.runs.options import WorkerOptions
-from sitesync.runs.page import ArtifactProcessor, Deferral, PageAttempts
-from sitesync.runs.reporter import ReportBatcher, WorkerStats, one_line
-from sitesync.runs.seeding import SitemapReader, seed_run
-from sitesync.runs.upkeep import Upkeep
-from sitesync.runs.waits import cancel_and_wait, wait_set
-from sitesync.runs.wiring import live_pace
+from sitesync.plugins.offloop import PageWork
 from sitesync.store.base import Store
 
 __all__ = ["CrawlWorker", "WorkerExit", "WorkerOptions", "WorkerStats", "new_worker_id"]
@@ -101,8 +101,8 @@ class CrawlWorker:
         # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
         # this: the same limiter, robots.txt and claims as the pages.
         self.polite_client = self._polite_client()
-        # A large page's CPU work runs off the loop, within parse_timeout (sitesync.offloop);
-        # a worker on its way out waits for none of it.
+        # A large page's CPU work runs off the loop, within parse_timeout
+        # (sitesync.plugins.offloop); a worker on its way out waits for none of it.
         self._page_work = PageWork(budget=options.parse_timeout, leaving=self._ending.done)
         self._attempts = self._page_attempts(plugins)
         self._feeder, self._reporter = self._lease_flow()

@@ -25,7 +25,7 @@ from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.sitemaps import Sitemap, collect_sitemap_urls, parse_sitemap
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.scope import Scope
-from sitesync.offloop import PageWork, ParseTimeout
+from sitesync.plugins.offloop import PageWork, ParseTimeout
 from sitesync.store.base import Store
 from sitesync.urls import origin_of, resolve_link, url_host
 

@@ -12,14 +12,14 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.dispatch import HostDispatcher
+from sitesync.engine.ending import Ending, WorkerExit
+from sitesync.engine.options import WorkerOptions
+from sitesync.engine.page import DEFER_AFTER_SECONDS
+from sitesync.engine.waits import wait_set
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import Lease, RunStatus
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.dispatch import HostDispatcher
-from sitesync.runs.ending import Ending, WorkerExit
-from sitesync.runs.options import WorkerOptions
-from sitesync.runs.page import DEFER_AFTER_SECONDS
-from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 #: A worker holding nothing looks for work again after this, then twice as long each

@@ -12,6 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
+from sitesync.engine.hops import HopFetcher
+from sitesync.engine.pageread import PageReader, artifact_of, describe, parse_timeout_report
+from sitesync.engine.pageturn import PageTurn
+from sitesync.engine.retrywait import RetryWaits
+from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
+from sitesync.engine.seeding import SitemapReader
+from sitesync.engine.sitemapdates import SitemapDates
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.decode import Undecodable, declared_charset
 from sitesync.fetch.politeness import HostLimiter
@@ -20,16 +29,7 @@ from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
 from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
-from sitesync.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.deadhosts import DeadHosts, host_failure, no_connection
-from sitesync.runs.hops import HopFetcher
-from sitesync.runs.pageread import PageReader, artifact_of, describe, parse_timeout_report
-from sitesync.runs.pageturn import PageTurn
-from sitesync.runs.retrywait import RetryWaits
-from sitesync.runs.revalidation import Revalidated, Revalidation, unchanged_report
-from sitesync.runs.seeding import SitemapReader
-from sitesync.runs.sitemapdates import SitemapDates
+from sitesync.plugins.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)

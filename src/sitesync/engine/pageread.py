@@ -1,5 +1,5 @@
 """What a page's CPU work is: its body decoded (up to ``max_parse_bytes``), its links
-extracted and counted, and those in scope: the steps :mod:`sitesync.offloop` runs off the
+extracted and counted, and those in scope: the steps :mod:`sitesync.plugins.offloop` runs off the
 event loop for a large page, within its budget. Nothing here awaits: it may run on a thread.
 """
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from sitesync.fetch.base import FetchOutcome, FetchResult
 from sitesync.fetch.decode import Undecodable, decode_html_checked
+from sitesync.fetch.html import PageLinks, count_anchors, extract_links
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
-from sitesync.html import PageLinks, count_anchors, extract_links
 from sitesync.models import CrawlArtifact, Lease, NewTask, TaskReport
-from sitesync.offloop import ParseTimeout
+from sitesync.plugins.offloop import ParseTimeout
 
 
 class PageReader:

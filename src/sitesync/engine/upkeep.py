@@ -7,11 +7,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.liveness import ProcessIdentity, is_gone
+from sitesync.engine.options import WorkerOptions
+from sitesync.engine.waits import wait_set
 from sitesync.models import WorkerInfo
-from sitesync.runs.claims import ClaimKeeper
-from sitesync.runs.liveness import ProcessIdentity, is_gone
-from sitesync.runs.options import WorkerOptions
-from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sitesync.engine.options import WorkerOptions
+from sitesync.engine.waits import wait_set
 from sitesync.errors import StoreUnavailable
 from sitesync.fetch.text import safe_text
 from sitesync.models import NewTask, ReportVerdict, TaskReport
-from sitesync.runs.options import WorkerOptions
-from sitesync.runs.waits import wait_set
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
