@@ -186,8 +186,14 @@ def test_sigterm_to_one_of_three_workers_and_the_run_goes_on(db_url: str) -> Non
         site.stop()
 
 
+#: Pages a host for the pause drills: at 50 ms each, one at a time, a host lasts 4 s at the
+#: very least, and the pause (after 5 pages) leaves most of them to fetch after the resume.
+#: (200 made the crawl after the resume last 10 s, for nothing more asserted.)
+PAUSED_PAGES = 80
+
+
 def test_a_worker_joining_a_paused_run_waits_for_resume(db_url: str) -> None:
-    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=200, delay=0.05)).start()
+    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=PAUSED_PAGES, delay=0.05)).start()
     procs: list[Process] = []
     try:
         crawl = Process("crawl", *site.root_urls, "--no-progress", db=db_url)
@@ -221,7 +227,7 @@ def test_a_worker_joining_a_paused_run_waits_for_resume(db_url: str) -> None:
 
 
 def test_a_supervisor_stopped_while_a_run_is_paused_leaves_it_paused(db_url: str) -> None:
-    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=200, delay=0.05)).start()
+    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=PAUSED_PAGES, delay=0.05)).start()
     procs: list[Process] = []
     try:
         assert cli(db_url, "crawl", *site.root_urls, "--queue").returncode == 0
@@ -239,11 +245,14 @@ def test_a_supervisor_stopped_while_a_run_is_paused_leaves_it_paused(db_url: str
 
         # Another supervisor neither starts nor recovers it while it is paused.
         quiet_from = len(site.requests)
-        again = Process("supervise", db=db_url)
+        # Its watchdog would call the run stale after 1.5 s (its heartbeats stopped with the
+        # first supervisor, long before).
+        again = Process("supervise", db=db_url, extra={"stale_run_seconds": "1.5"})
         procs.append(again)
-        # A real wait, to show nothing happens: longer than stale_run_seconds, many rounds of
-        # a real supervisor's watchdog.
-        time.sleep(4)
+        again.wait_for_line("supervisor ")  # up, and about to run its first round
+        # A real wait, to show nothing happens: longer than its stale_run_seconds, many
+        # rounds of a real supervisor's watchdog (every 0.3 s).
+        time.sleep(2.5)
         assert status(db_url) is RunStatus.PAUSED and len(site.requests) == quiet_from
 
         worker = Process("worker", "--run", "1", db=db_url)
@@ -263,7 +272,9 @@ def test_a_supervisor_stopped_while_a_run_is_paused_leaves_it_paused(db_url: str
 
 
 def test_supervise_once_from_a_loop_completes_a_queued_run(db_url: str) -> None:
-    site = LoopbackSite(SiteSpec(hosts=3, pages_per_host=120, delay=0.05)).start()
+    # 60 pages a host: 3 s a host at the very least, most of it left after the first
+    # round is cut short (120 only made the round that completes it longer)
+    site = LoopbackSite(SiteSpec(hosts=3, pages_per_host=60, delay=0.05)).start()
     seen: list[RunStatus] = []
     try:
         assert cli(db_url, "crawl", *site.root_urls, "--queue").returncode == 0
