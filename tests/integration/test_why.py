@@ -76,7 +76,7 @@ def run_cli(*args: str) -> str:
 
 def why(db: str, url: str) -> dict[str, Any]:
     document = json.loads(run_cli("why", url, "--db", db, "--json"))
-    assert document["schema"] == "sitesync.readmodel.why"
+    assert document["schema"] == "sitesync.why"
     return document["data"]  # type: ignore[no-any-return]
 
 
