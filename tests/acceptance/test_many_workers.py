@@ -141,8 +141,9 @@ async def _assert_outcomes_exact(store: Store) -> None:
 
 def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
     # 8 hosts: an even share is 2 each, so all four get hosts (with 6, shares of 2 would
-    # leave the last joiner none, by design)
-    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=120, delay=0.05)).start()
+    # leave the last joiner none, by design); 70 pages a host keep the first worker busy
+    # long after the last joiner is up (120 only made the crawl longer)
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=70, delay=0.05)).start()
     try:
         workers = start_workers(db_url, site, 4)
         for proc in workers:
@@ -157,14 +158,16 @@ def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
         site.stop()
 
 
-@pytest.mark.parametrize("cap", [None, 700], ids=["whole site", "max_pages"])
+@pytest.mark.parametrize("cap", [None, 500], ids=["whole site", "max_pages"])
 def test_chaos_sigkill_random_workers_until_done(
     db_url: str, cap: int | None, rng: random.Random
 ) -> None:
     """Workers killed at random and replaced: no URL lost, none fetched twice at once, no
     host shared, counters exact; with max_pages (admissions side by side within the run's
     budget on PostgreSQL, killed in the middle of some) the run holds exactly the cap."""
-    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=150, delay=0.05)).start()
+    # 800 pages (the cap 500 of them): several seconds of work after the fourth kill, on
+    # a quiet machine too (1,200 and a cap of 700 only made the crawl longer)
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=100, delay=0.05)).start()
     workers: list[subprocess.Popen[str]] = []
     try:
         extra = () if cap is None else ("--max-pages", str(cap))
@@ -242,7 +245,9 @@ def test_workers_joining_one_by_one_each_get_their_share(db_url: str) -> None:
     """The first worker holds every host; two more join, the second once the first joiner
     has its share (three hosts each). The last one must get hosts too: whoever holds more
     than the new share lets the extra ones go."""
-    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=200, delay=0.1)).start()
+    # 120 pages a host, 0.1 s each: the hosts outlast the joiners' start-up by seconds
+    # (200 only made the crawl after the last join longer)
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=120, delay=0.1)).start()
     workers: list[subprocess.Popen[str]] = []
     try:
         workers = start_workers(db_url, site, 2)

@@ -29,9 +29,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_service_waits_for_runs_then_crawls_two_at_once(db_url: str) -> None:
-    # 2 hosts x 100 pages at 60 ms each, one at a time per host: 6 s or more per run
-    first = LoopbackSite(SiteSpec(hosts=2, pages_per_host=100, delay=0.06)).start()
-    second = LoopbackSite(SiteSpec(hosts=2, pages_per_host=100, delay=0.06)).start()
+    # 2 hosts x 60 pages at 60 ms each, one at a time per host: 3.6 s or more per run, the
+    # two queued a fraction of a second apart (100 pages only made each run longer)
+    first = LoopbackSite(SiteSpec(hosts=2, pages_per_host=60, delay=0.06)).start()
+    second = LoopbackSite(SiteSpec(hosts=2, pages_per_host=60, delay=0.06)).start()
     service = Process("worker", "--serve", db=db_url)
     try:
         service.wait_for_line("serving the runs of")
@@ -60,8 +61,9 @@ def test_a_service_waits_for_runs_then_crawls_two_at_once(db_url: str) -> None:
 
 
 def test_sigterm_makes_a_service_leave_and_its_run_goes_on(db_url: str) -> None:
-    # 4 hosts x 150 pages at 50 ms each, one at a time per host: 2 s or more of work
-    site = LoopbackSite(SiteSpec(hosts=4, pages_per_host=150, delay=0.05)).start()
+    # 4 hosts x 80 pages at 50 ms each, one at a time per host: 4 s or more of work, most
+    # of it left when the service leaves after 20 pages (150 only made the rest longer)
+    site = LoopbackSite(SiteSpec(hosts=4, pages_per_host=80, delay=0.05)).start()
     procs: list[Process] = []
     try:
         assert cli(db_url, "crawl", *site.root_urls, "--queue").returncode == 0
@@ -98,7 +100,8 @@ def test_sigterm_makes_a_service_leave_and_its_run_goes_on(db_url: str) -> None:
 
 def test_a_store_outage_does_not_end_a_service(tmp_path: Path) -> None:
     db = str(tmp_path / "crawl.db")
-    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=150, delay=0.05)).start()
+    # 2 hosts x 80 pages at 50 ms each: 4 s or more of work, the outage after 20 pages
+    site = LoopbackSite(SiteSpec(hosts=2, pages_per_host=80, delay=0.05)).start()
     # The store gives up on a locked database within a second, as it would on a lost server;
     # short leases and claims, so what the failed crawl held comes back within seconds.
     quick = {

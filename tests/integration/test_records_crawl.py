@@ -258,7 +258,8 @@ def test_export_warc_opens_in_warcio_with_urls_and_payloads(
 
 @pytest.mark.slow
 async def test_an_unreachable_site_has_a_navigation_shortfall(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path / "down.db", max_retries=1)
+    # the host's re-checks after 0.2 s, not the default 5 s and 15 s: the same three checks
+    settings = settings_for(tmp_path / "down.db", max_retries=1, dead_host_recheck_seconds="0.2")
     run = await crawl_once(settings, ["http://127.0.0.250:9/"])  # nothing listens there
     store = await SqliteStore.open(settings.db)
     try:
