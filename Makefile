@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 # that the slow ones, which go first, spread over every worker; the 25 slowest are listed.
 PYTEST_PARALLEL ?= -n auto --dist load --maxschedchunk 1 --durations 25
 
-.PHONY: install install-dev system-deps lint typecheck unit test docs bench bench-fleet bench-resync crawl clean
+.PHONY: install install-dev system-deps lint typecheck unit test mutations docs bench bench-fleet bench-resync crawl clean
 
 .tools/bin/uv:
 	python3 -m venv .tools && .tools/bin/pip install -q uv
@@ -31,6 +31,9 @@ unit: install-dev system-deps  ## the pytest suite alone
 	$(UV) run --no-sync pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test: lint typecheck unit  ## the whole suite: what .ci/run calls
+
+mutations: install-dev system-deps  ## five deliberate bugs in the hot spots, each must fail the suite
+	$(UV) run --no-sync python scripts/mutations.py $(MUTATIONS)
 
 docs: install-dev  ## regenerate the generated parts of docs/
 	$(UV) run --no-sync python scripts/update_settings_doc.py
