@@ -87,10 +87,7 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
     # The state machine's table sits under the store that runs it and everything that asks it.
     ("frontier/transitions.py", (*ENGINE, *FACES, "sitesync.frontier.frontier")),
     ("store", ("sitesync.engine", "sitesync.runs", *FACES)),
-    (
-        "readmodel",
-        ("sitesync.cli", "sitesync.web", "sitesync.engine", "sitesync.runs", "sitesync.plugins"),
-    ),  # fmt: skip
+    ("readmodel", ("sitesync.engine", "sitesync.runs", "sitesync.plugins", *FACES[:2])),
     # The worker engine crawls what it is given; starting and supervising runs is above it.
     ("engine", ("sitesync.runs", *FACES)),
     # Fetching and the plugins serve the engine, and know nothing of it.
