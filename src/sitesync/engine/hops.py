@@ -16,7 +16,7 @@ from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.revalidation import Revalidated, Revalidation
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
 from sitesync.fetch.politeness import HostLimiter, Turn
-from sitesync.fetch.redirects import Refusal, no_hop, walk
+from sitesync.fetch.redirects import Refusal, walk
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
@@ -94,7 +94,7 @@ class HopFetcher:
         self, lease: Lease, url: str, validators: Validators | None
     ) -> tuple[FetchResult, float]:
         async with self.turn(url_host(url), lease) as turn:
-            result = await self.fetcher.fetch(url, may_follow=no_hop, validators=validators)
+            result = await self.fetcher.fetch(url, validators=validators)
         await self._learn_pace(turn, result)
         return result, turn.started
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from sitesync.fetch.adaptive import LearnedPace
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult
 from sitesync.fetch.politeness import HostLimiter, Turn
-from sitesync.fetch.redirects import Refusal, no_hop, walk
+from sitesync.fetch.redirects import Refusal, walk
 from sitesync.fetch.robots import RobotsCache
 from sitesync.urls import origin_of, resolve_link, url_host
 
@@ -71,7 +71,7 @@ class PoliteClient:
 
     async def _request(self, host: str, url: str) -> FetchResult:
         async with self._slot(host) as turn:
-            result = await self._fetcher.fetch(url, may_follow=no_hop)
+            result = await self._fetcher.fetch(url)
         # Its answers are the host's signals too: an asset that gets 503s slows the pages.
         learned = turn.saw(result)
         if learned is not None and self._keep_pace is not None:

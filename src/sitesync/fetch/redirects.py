@@ -1,6 +1,6 @@
 """The one redirect walker: every request sitesync sends follows redirects here, hop by hop.
 
-A fetcher makes one request and stops at a redirect (``no_hop``); :func:`walk` decides
+A fetcher makes one request and stops at a redirect; :func:`walk` decides
 whether to take the next hop and sends it as a request of its own, so that each hop passes
 what its caller checks for any request (scope, the host's claim, robots.txt, the host's
 pace, the network guard at connect time). Pages (sitesync.engine.hops), robots.txt
@@ -19,17 +19,11 @@ from sitesync.urls import resolve_link
 
 #: Why a hop is not taken: the outcome the whole fetch ends with, and the error.
 Refusal = tuple[FetchOutcome, str]
-#: One request for a URL, through the caller's gate; a redirect ends it (see no_hop).
+#: One request for a URL, through the caller's gate; a redirect ends it.
 RequestOne = Callable[[str], Awaitable[FetchResult]]
 #: The caller's checks of a hop to ``target`` (``location`` as the server sent it), given
 #: the chain so far; None to take it.
 CheckHop = Callable[[str, str, tuple[RedirectHop, ...]], Awaitable[Refusal | None]]
-
-
-def no_hop(url: str) -> bool:
-    """The fetchers' follow policy for every request sitesync sends: stop at the first
-    redirect and let :func:`walk` decide."""
-    return False
 
 
 async def take_every_hop(target: str, location: str, chain: tuple[RedirectHop, ...]) -> None:

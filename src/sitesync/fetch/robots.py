@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from protego import Protego
 
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
-from sitesync.fetch.redirects import CheckHop, Refusal, no_hop, walk
+from sitesync.fetch.redirects import CheckHop, Refusal, walk
 from sitesync.urls import same_site, url_host
 
 #: RFC 9309 §2.3.1.2: follow at least five consecutive redirects, then it may stop.
@@ -142,7 +142,7 @@ class RobotsCache:
 
     async def _request(self, url: str) -> FetchResult:
         """One request of a robots.txt's chain (each hop read up to ``max_bytes``)."""
-        return await self._fetcher.fetch(url, may_follow=no_hop, read_at_most=self.max_bytes)
+        return await self._fetcher.fetch(url, read_at_most=self.max_bytes)
 
     def is_fresh(self, origin: str) -> bool:
         entry = self._entries.get(origin)
