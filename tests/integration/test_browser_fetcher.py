@@ -21,6 +21,7 @@ from sitesync.engine.wiring import fetch_limits, network_policy
 from sitesync.errors import ConfigError, FetchError
 from sitesync.fetch.base import FetchLimits, FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
+from sitesync.fetch.redirects import Refusal, take_every_hop, walk
 from sitesync.models import RunStatus, TaskState
 from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
@@ -103,7 +104,8 @@ async def test_a_redirect_chain_is_recorded_hop_by_hop(
     site.set_handler("/old", redirect("/moved", 302))
     site.set_handler("/moved", redirect(f"{origin}/p/1.html", 301))
 
-    result = await browser.fetch(f"{origin}/old")
+    # One navigation per hop, walked as every chain is (sitesync.fetch.redirects).
+    result = await walk(f"{origin}/old", browser.fetch, take_every_hop, max_redirects=10)
 
     assert result.outcome is FetchOutcome.SUCCESS and result.status == 200
     assert result.redirects == (
@@ -157,7 +159,7 @@ async def test_a_connection_never_answered_is_unreachable_like_a_refused_one() -
     assert host_failure(result)
 
 
-async def test_a_redirect_may_follow_rejects_is_not_followed(
+async def test_a_redirect_the_walker_refuses_is_never_requested(
     site_factory: SiteFactory, browser: BrowserFetcher
 ) -> None:
     site = site_factory(SMALL)
@@ -165,11 +167,13 @@ async def test_a_redirect_may_follow_rejects_is_not_followed(
     site.set_handler("/jump", redirect("/p/2.html", 302))
     asked: list[str] = []
 
-    def may_follow(url: str) -> bool:
+    async def may_follow(url: str, location: str, chain: tuple[RedirectHop, ...]) -> Refusal | None:
         asked.append(url)
-        return not url.endswith("/p/2.html")
+        if url.endswith("/p/2.html"):
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
+        return None
 
-    result = await browser.fetch(f"{origin}/jump", may_follow=may_follow)
+    result = await walk(f"{origin}/jump", browser.fetch, may_follow, max_redirects=10)
 
     assert result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and result.status == 302
     assert result.redirects == (RedirectHop(f"{origin}/jump", f"{origin}/p/2.html", 302),)
@@ -196,7 +200,9 @@ async def test_a_redirect_loop_is_invalid(
     site = site_factory(SMALL)
     site.set_handler("/loop", redirect("/loop", 302))
 
-    result = await browser.fetch(f"http://{site.hosts[0]}/loop")
+    result = await walk(
+        f"http://{site.hosts[0]}/loop", browser.fetch, take_every_hop, max_redirects=10
+    )
 
     assert result.outcome is FetchOutcome.INVALID
     assert result.error is not None and result.error.startswith("redirect loop")

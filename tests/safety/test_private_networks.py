@@ -30,6 +30,7 @@ from sitesync.fetch.base import FetchOutcome, RedirectHop
 from sitesync.fetch.browser import BrowserFetcher
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.netpolicy import ForbiddenAddress, IPAddress, NetworkPolicy, address_kind
+from sitesync.fetch.redirects import take_every_hop, walk
 from sitesync.models import Run, Task
 from sitesync.runs.crawl import crawl
 from sitesync.runs.request import CrawlRequest, prepare_run
@@ -294,7 +295,7 @@ async def test_the_fetcher_follows_the_same_redirect_when_the_internal_host_is_o
     internal.text("/latest/meta-data/", "text/plain", "SECRET-CREDENTIAL")
     opened = NetworkPolicy.opening(*BOTH)
     async with serving(public, internal), HttpFetcher(network=opened) as fetcher:
-        result = await fetcher.fetch(public.url("/"))
+        result = await walk(public.url("/"), fetcher.fetch, take_every_hop, max_redirects=10)
     assert result.outcome is FetchOutcome.SUCCESS and result.body == b"SECRET-CREDENTIAL"
     assert internal.log == ["/latest/meta-data/"]
 
@@ -511,7 +512,8 @@ async def test_the_browser_reaches_nothing_internal_by_default(tmp_path: Path) -
         page_reaching_inside(public, internal)
         page = await browser.fetch(public.url("/"))
         inside = await browser.fetch(internal.url("/"))
-        hop = await browser.fetch(public.url("/go"))
+        # One navigation per hop, walked as every chain is (sitesync.fetch.redirects).
+        hop = await walk(public.url("/go"), browser.fetch, take_every_hop, max_redirects=10)
     assert page.outcome is FetchOutcome.SUCCESS  # the page itself renders
     assert internal.url("/img.png").encode() in page.body  # and does point inside
     assert internal.log == []  # not its image, frame, fetch() nor redirected image
@@ -529,7 +531,8 @@ async def test_the_browser_reaches_the_internal_host_when_it_is_opened() -> None
     async with serving(public, internal), BrowserFetcher(network=policy, settle_ms=500) as browser:
         page_reaching_inside(public, internal)
         page = await browser.fetch(public.url("/"))
-        hop = await browser.fetch(public.url("/go"))
+        # One navigation per hop, walked as every chain is (sitesync.fetch.redirects).
+        hop = await walk(public.url("/go"), browser.fetch, take_every_hop, max_redirects=10)
     assert page.outcome is FetchOutcome.SUCCESS
     assert {"/img.png", "/redirected.png", "/frame", "/xhr", "/secret"} <= set(internal.log)
     assert hop.outcome is FetchOutcome.SUCCESS and b"SECRET-CREDENTIAL" in hop.body

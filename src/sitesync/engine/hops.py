@@ -16,6 +16,7 @@ from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.revalidation import Revalidated, Revalidation
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
 from sitesync.fetch.politeness import HostLimiter, Turn
+from sitesync.fetch.redirects import Refusal, walk
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
 from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
@@ -52,31 +53,26 @@ class HopFetcher:
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
     async def fetch(self, lease: Lease) -> tuple[FetchResult, float, Revalidated]:
-        """Fetch ``lease.url``, following its redirects one hop at a time; when its first
-        request started (on the store's clock: the gap a retry must not shorten); and what
-        its conditional request came to."""
-        chain: list[RedirectHop] = []
-        current = lease.url
+        """Fetch ``lease.url``, following its redirects one hop at a time (the one walker,
+        sitesync.fetch.redirects); when its first request started (on the store's clock:
+        the gap a retry must not shorten); and what its conditional request came to."""
         requested_at: float | None = None
-        while True:
-            result, started, revalidated = await self._revalidating(lease, current)
+        revalidated = Revalidated()
+
+        async def request(url: str) -> FetchResult:
+            nonlocal requested_at, revalidated
+            result, started, revalidated = await self._revalidating(lease, url)
             requested_at = started if requested_at is None else requested_at
-            if result.outcome is not FetchOutcome.REDIRECT_NOT_FOLLOWED or not result.redirects:
-                return _chained(lease.url, result, chain), requested_at, revalidated
-            hop = result.redirects[-1]
-            chain.append(hop)
-            target = resolve_link(hop.from_url, hop.to_url)
-            location = result.headers.get("location") or hop.to_url  # as the server sent it
-            refusal = await self._hop_refusal(lease, target, location, chain)
-            if refusal is not None:
-                outcome, error = refusal
-                if outcome is FetchOutcome.INVALID:  # no answer to show: the chain failed
-                    failed = FetchResult(url=lease.url, outcome=outcome, error=error)
-                else:
-                    failed = replace(result, url=lease.url, outcome=outcome, error=error)
-                return replace(failed, redirects=tuple(chain)), requested_at, revalidated
-            assert target is not None
-            current = target
+            return result
+
+        async def check(
+            target: str, location: str, chain: tuple[RedirectHop, ...]
+        ) -> Refusal | None:
+            return await self._hop_refusal(lease, target, location)
+
+        result = await walk(lease.url, request, check, max_redirects=self.max_redirects)
+        assert requested_at is not None  # the walk sends at least its first request
+        return result, requested_at, revalidated
 
     async def _revalidating(self, lease: Lease, url: str) -> tuple[FetchResult, float, Revalidated]:
         """One request for ``url``, conditional when the store kept validators for it; a
@@ -98,7 +94,7 @@ class HopFetcher:
         self, lease: Lease, url: str, validators: Validators | None
     ) -> tuple[FetchResult, float]:
         async with self.turn(url_host(url), lease) as turn:
-            result = await self.fetcher.fetch(url, may_follow=_no_hop, validators=validators)
+            result = await self.fetcher.fetch(url, validators=validators)
         await self._learn_pace(turn, result)
         return result, turn.started
 
@@ -115,17 +111,8 @@ class HopFetcher:
                 since=learned.since,
             )
 
-    async def _hop_refusal(
-        self, lease: Lease, target: str | None, location: str, chain: list[RedirectHop]
-    ) -> tuple[FetchOutcome, str] | None:
-        """Why the last hop of ``chain`` (to ``location``) is not followed, or None."""
-        if target is None:
-            why = f"redirect to {location} (not an http(s) URL)"
-            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
-        if target in {hop.from_url for hop in chain}:
-            return FetchOutcome.INVALID, f"redirect loop back to {target}"
-        if len(chain) > self.max_redirects:
-            return FetchOutcome.INVALID, f"more than {self.max_redirects} redirects"
+    async def _hop_refusal(self, lease: Lease, target: str, location: str) -> Refusal | None:
+        """Why a page's hop to ``target`` (``location`` as sent) is not taken, or None."""
         if not self._may_follow(lease, target):
             return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
         host = url_host(target)
@@ -177,16 +164,3 @@ class HopFetcher:
             return report
         found = self.frontier.candidates([target], depth=lease.depth)
         return replace(report, discovered=(*report.discovered, *found)) if found else report
-
-
-def _no_hop(url: str) -> bool:
-    return False  # HopFetcher follows redirects itself, one polite request per hop
-
-
-def _chained(url: str, result: FetchResult, chain: list[RedirectHop]) -> FetchResult:
-    """``result`` (of the last hop) as the answer to ``url``, with the whole chain."""
-    if not chain:
-        return result
-    # No answer from the last hop (refused, unreachable): it is on the chain, not the final URL.
-    final = result.final_url if result.status == 0 else (result.final_url or result.url)
-    return replace(result, url=url, final_url=final, redirects=(*chain, *result.redirects))

@@ -97,7 +97,8 @@ def parse_retry_after(status: int, headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-#: Decides whether a redirect target may be followed (scope check); called per hop.
+#: Decides whether a redirect target may be followed (the browser's navigation asks it
+#: inside Chromium; sitesync's own requests stop at every redirect: see fetch/redirects.py).
 FollowPolicy = Callable[[str], bool]
 
 
@@ -111,11 +112,10 @@ class Fetcher(Protocol):
         self,
         url: str,
         *,
-        may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,
         read_at_most: int | None = None,
     ) -> FetchResult:
-        """Fetch ``url``; never raises for server or network behaviour.
+        """One request for ``url``; never raises for server or network behaviour.
 
         ``validators``: those of the store's last fetch of ``url``, sent as a conditional
         request (``If-None-Match``, ``If-Modified-Since``); a 304 then ends ``NOT_MODIFIED``
@@ -124,10 +124,9 @@ class Fetcher(Protocol):
         ``read_at_most``: read only the first that many bytes of the body and stop reading
         (robots.txt, RFC 9309 §2.5): a longer body is cut there, not ``TOO_LARGE``.
 
-        Redirects are followed hop by hop up to ``max_redirects`` and recorded in
-        ``redirects``. A hop to a non-HTTP URL, or one ``may_follow`` rejects, is not
-        followed: the result is that 3xx response with outcome ``REDIRECT_NOT_FOLLOWED``.
-        A chain that revisits a URL ends as ``INVALID`` ("redirect loop").
+        A redirect is not followed: the result is that 3xx response, with outcome
+        ``REDIRECT_NOT_FOLLOWED`` and the hop in ``redirects``. The one redirect walker
+        (:func:`sitesync.fetch.redirects.walk`) decides whether to send the next one.
         """
         ...
 

@@ -23,19 +23,17 @@ What a fetch returns, and how:
   serializing and closing, the whole fetch: a page spinning in a JavaScript loop ends as
   ``TIMEOUT`` too.
 
-Redirects and ``may_follow``: Playwright's ``page.route`` never sees the later requests of a
-redirect chain (Chromium follows redirects internally; checked with Playwright 1.65), so it
-cannot stop a hop before the target is requested. Instead each fetch opens a DevTools session
-on its page and pauses main-frame document requests (``Fetch`` domain) at their response. A
-3xx is checked there, *before* Chromium requests its target, with the rules and the order of
-the HTTP fetcher: a target that is not http(s) or that ``may_follow`` rejects is refused and
-the result is ``REDIRECT_NOT_FOLLOWED`` with the 3xx status and headers, ``final_url`` the URL
-that answered 3xx, and ``redirects`` ending with the refused hop (so its target is on record
-although it was never requested); a target already in the chain is ``INVALID`` ("redirect
-loop"); more than ``max_redirects`` hops is ``INVALID``. URLs given to ``may_follow`` and
-recorded in hops are normalized (:func:`sitesync.urls.resolve_link`), as in the HTTP fetcher;
-the first ``from_url`` is the URL asked for. On success, ``redirects`` is rebuilt from the
-document request's ``redirected_from`` chain, oldest hop first.
+Redirects: one navigation per fetch, as the HTTP fetcher makes one request: the first 3xx
+ends it, and sitesync.fetch.redirects walks the chain, one navigation per hop. Playwright's
+``page.route`` never sees the later requests of a redirect chain (Chromium follows
+redirects internally; checked with Playwright 1.65), so it cannot stop a hop before the
+target is requested. Instead each fetch opens a DevTools session on its page and pauses
+main-frame document requests (``Fetch`` domain) at their response. A 3xx is stopped there,
+*before* Chromium requests its target: the result is ``REDIRECT_NOT_FOLLOWED`` with the 3xx
+status and headers, ``final_url`` the URL that answered 3xx, and ``redirects`` holding the
+hop (so its target is on record although it was not requested). Hops are normalized
+(:func:`sitesync.urls.resolve_link`), as in the HTTP fetcher; ``from_url`` is the URL asked
+for.
 
 Navigations the page starts itself (JavaScript ``location`` changes, meta refresh) are aborted:
 a fetch returns the one document its URL led to, as the HTTP fetcher does, and the links in it
@@ -217,7 +215,6 @@ class BrowserFetcher:
         self,
         url: str,
         *,
-        may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,
         read_at_most: int | None = None,
     ) -> FetchResult:
@@ -229,7 +226,8 @@ class BrowserFetcher:
         if not url.lower().startswith(("http://", "https://")):
             return failed(url, FetchOutcome.INVALID, "not an http(s) URL", started)
         with gates.loading(self._documents, url):
-            return await self._fetch_page(url, may_follow, started)
+            # One navigation per fetch: stopped at the first redirect (fetch/redirects.py).
+            return await self._fetch_page(url, _stop_at_redirects, started)
 
     async def _fetch_page(
         self, url: str, may_follow: FollowPolicy | None, started: float
@@ -357,3 +355,8 @@ class BrowserFetcher:
             return None
         body = (await page.content()).encode("utf-8", errors="replace")
         return body if len(body) <= cap else None
+
+
+def _stop_at_redirects(target: str) -> bool:
+    """The navigation's follow policy: no hop is taken inside Chromium."""
+    return False

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,7 +21,6 @@ from sitesync.fetch.base import (
     FetchLimits,
     FetchOutcome,
     FetchResult,
-    FollowPolicy,
     RedirectHop,
     parse_retry_after,
 )
@@ -115,54 +113,23 @@ class HttpFetcher:
         self,
         url: str,
         *,
-        may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,
         read_at_most: int | None = None,
     ) -> FetchResult:
         started = time.monotonic()
         try:
-            # The total timeout covers the whole chain, body included: a server that
-            # drips one byte a second cannot hold a worker past it.
+            # The total timeout covers the request, body included: a server that drips one
+            # byte a second cannot hold a worker past it.
             async with asyncio.timeout(self.limits.total_timeout):
-                return await self._follow(url, may_follow, started, validators, read_at_most)
+                result = await self._request(url, started, validators, read_at_most)
         except TimeoutError:
             return _failed(url, FetchOutcome.TIMEOUT, "timed out", started)
-
-    async def _follow(
-        self,
-        url: str,
-        may_follow: FollowPolicy | None,
-        started: float,
-        validators: Validators | None,
-        read_at_most: int | None,
-    ) -> FetchResult:
-        hops: list[RedirectHop] = []
-        seen = {url}
-        current = url
-        while True:
-            # The validators are those of ``url``'s body: a redirect target is asked in full.
-            conditional = validators if current == url else None
-            result = await self._request(current, started, conditional, read_at_most)
-            if result.outcome is FetchOutcome.FORBIDDEN_ADDRESS and hops:
-                # Never fetched: the chain ends at the last URL that answered (so the
-                # refused address is not taken for the seed's canonical host).
-                return replace(_with_chain(result, url, hops), final_url=hops[-1].from_url)
-            location = result.headers.get("location")
-            if result.status not in _REDIRECT_STATUSES or not location:
-                return _with_chain(result, url, hops)
-            target = resolve_link(current, location)
-            hops.append(RedirectHop(current, target or location, result.status))
-            chain = tuple(hops)
-            if target is None or (may_follow is not None and not may_follow(target)):
-                why = "not an http(s) URL" if target is None else "out of scope"
-                return _redirect_result(url, result, chain, f"redirect to {location} ({why})")
-            if target in seen:
-                return _chain_failure(url, chain, f"redirect loop back to {target}", started)
-            if len(hops) > self.limits.max_redirects:
-                limit = self.limits.max_redirects
-                return _chain_failure(url, chain, f"more than {limit} redirects", started)
-            seen.add(target)
-            current = target
+        location = result.headers.get("location")
+        if result.status not in _REDIRECT_STATUSES or not location:
+            return result
+        # One request per fetch: the redirect is the answer, and fetch/redirects.py walks on.
+        hop = RedirectHop(url, resolve_link(url, location) or location, result.status)
+        return _redirect_result(url, result, (hop,), f"redirect to {location} (not followed)")
 
     async def _request(
         self,
@@ -350,17 +317,6 @@ def _classify(
     return FetchOutcome.SUCCESS, None
 
 
-def _with_chain(result: FetchResult, url: str, hops: list[RedirectHop]) -> FetchResult:
-    if not hops:
-        return result
-    return FetchResult(
-        url=url, outcome=result.outcome, status=result.status, final_url=result.url,
-        headers=result.headers, body=result.body, error=result.error,
-        elapsed=result.elapsed, redirects=tuple(hops), retry_after=result.retry_after,
-        first_byte=result.first_byte, first_byte_busy=result.first_byte_busy,
-    )  # fmt: skip
-
-
 def _redirect_result(
     url: str, last: FetchResult, chain: tuple[RedirectHop, ...], error: str
 ) -> FetchResult:
@@ -368,15 +324,6 @@ def _redirect_result(
         url=url, outcome=FetchOutcome.REDIRECT_NOT_FOLLOWED, status=last.status,
         final_url=last.url, headers=last.headers, error=error, elapsed=last.elapsed,
         redirects=chain, first_byte=last.first_byte, first_byte_busy=last.first_byte_busy,
-    )  # fmt: skip
-
-
-def _chain_failure(
-    url: str, chain: tuple[RedirectHop, ...], error: str, started: float
-) -> FetchResult:
-    return FetchResult(
-        url=url, outcome=FetchOutcome.INVALID, error=error, redirects=chain,
-        elapsed=time.monotonic() - started,
     )  # fmt: skip
 
 

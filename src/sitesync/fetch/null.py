@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from sitesync.fetch.base import FetchOutcome, FetchResult, FollowPolicy
+from sitesync.fetch.base import FetchOutcome, FetchResult
 from sitesync.models import Validators
 
 
@@ -37,7 +37,6 @@ class NullFetcher:
         self,
         url: str,
         *,
-        may_follow: FollowPolicy | None = None,
         validators: Validators | None = None,  # nothing is requested: nothing to revalidate
         read_at_most: int | None = None,
     ) -> FetchResult:

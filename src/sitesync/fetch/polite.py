@@ -14,8 +14,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from sitesync.fetch.adaptive import LearnedPace
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
+from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult
 from sitesync.fetch.politeness import HostLimiter, Turn
+from sitesync.fetch.redirects import Refusal, walk
 from sitesync.fetch.robots import RobotsCache
 from sitesync.urls import origin_of, resolve_link, url_host
 
@@ -48,33 +49,41 @@ class PoliteClient:
     async def fetch(self, url: str) -> FetchResult:
         """Fetch ``url`` through its host's gate, or a ``BLOCKED`` result saying why not.
 
-        Redirects are followed only on the same host (whose slot the request holds).
+        Redirects are followed by the one walker (sitesync.fetch.redirects), only on the
+        same host, each hop through the gate again: robots.txt, the slot and the pace.
         """
         target = resolve_link(url, url)
         if target is None:
             return _refused(url, "not an http(s) URL")
         host = url_host(target)
-        if not await self._may_request(host):
-            return _refused(url, "its host is held by another worker")
+        refusal = await self._refusal(target, host, check_robots=True)
+        if refusal is not None:
+            return _refused(url, refusal)
         try:
-            if self._robots is not None:
-                verdict = await self._robots.check(
-                    target, origin_of(target), gate=lambda: self._slot(host)
-                )
-                self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
-                if not verdict.allowed:
-                    return _refused(url, verdict.reason or "robots.txt disallows it")
-            async with self._slot(host) as turn:
-                result = await self._fetcher.fetch(
-                    target, may_follow=lambda hop: url_host(hop) == host
-                )
+            return await walk(
+                target,
+                lambda hop: self._request(host, hop),
+                lambda hop, location, chain: self._hop_refusal(host, hop, location),
+                max_redirects=getattr(self._fetcher, "limits", FetchLimits()).max_redirects,
+            )
         except HostNotHeld:
             return _refused(url, "its host's claim passed to another worker")
+
+    async def _request(self, host: str, url: str) -> FetchResult:
+        async with self._slot(host) as turn:
+            result = await self._fetcher.fetch(url)
         # Its answers are the host's signals too: an asset that gets 503s slows the pages.
         learned = turn.saw(result)
         if learned is not None and self._keep_pace is not None:
             await self._keep_pace(host, learned)
         return result
+
+    async def _hop_refusal(self, host: str, target: str, location: str) -> Refusal | None:
+        """A hop stays on the host whose gate the fetch passed, and robots.txt allows it."""
+        if url_host(target) != host:
+            return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
+        refusal = await self._refusal(target, host, check_robots=True)
+        return None if refusal is None else (FetchOutcome.BLOCKED, f"not fetched: {refusal}")
 
     @contextlib.asynccontextmanager
     async def admit(self, url: str, *, check_robots: bool = True) -> AsyncIterator[str | None]:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from protego import Protego
 
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult, FollowPolicy
+from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
+from sitesync.fetch.redirects import CheckHop, Refusal, walk
 from sitesync.urls import same_site, url_host
 
 #: RFC 9309 §2.3.1.2: follow at least five consecutive redirects, then it may stop.
@@ -139,6 +140,10 @@ class RobotsCache:
         if self._persist is not None:
             await self._persist(origin, entry.status, None, when)
 
+    async def _request(self, url: str) -> FetchResult:
+        """One request of a robots.txt's chain (each hop read up to ``max_bytes``)."""
+        return await self._fetcher.fetch(url, read_at_most=self.max_bytes)
+
     def is_fresh(self, origin: str) -> bool:
         entry = self._entries.get(origin)
         return entry is not None and entry.expires_at > self._clock()
@@ -152,10 +157,11 @@ class RobotsCache:
         async with entry.lock:  # one fetch per origin, however many URLs wait for it
             if entry.expires_at <= self._clock():
                 async with gate() if gate is not None else contextlib.nullcontext():
-                    result = await self._fetcher.fetch(
+                    result = await walk(
                         origin + "/robots.txt",
-                        may_follow=_robots_redirects(origin),
-                        read_at_most=self.max_bytes,
+                        self._request,
+                        _robots_redirects(origin),
+                        max_redirects=getattr(self._fetcher, "limits", FetchLimits()).max_redirects,
                     )
                 status, body = await self._update(entry, result)
                 if self._persist is not None:
@@ -208,18 +214,17 @@ class RobotsCache:
         # Any other answer (4xx, a body we could not use): no rules, everything allowed.
 
 
-def _robots_redirects(origin: str) -> FollowPolicy:
+def _robots_redirects(origin: str) -> CheckHop:
     """Follow at most five hops, each within the origin's site: a robots.txt never sends
     sitesync to another site, whose answer would be stored as this host's rules."""
     host = url_host(origin + "/")
-    hops = 0
 
-    def may_follow(target: str) -> bool:
-        nonlocal hops
-        hops += 1
-        return hops <= MAX_ROBOTS_REDIRECTS and same_site(host, url_host(target))
+    async def check(target: str, location: str, chain: tuple[RedirectHop, ...]) -> Refusal | None:
+        if len(chain) <= MAX_ROBOTS_REDIRECTS and same_site(host, url_host(target)):
+            return None
+        return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
 
-    return may_follow
+    return check
 
 
 @dataclass(frozen=True, slots=True)
