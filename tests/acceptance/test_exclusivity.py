@@ -20,13 +20,17 @@ from tests.acceptance.test_crash_and_stop import wait_for_progress
 pytestmark = pytest.mark.slow
 
 ACQUIRER = """
-import asyncio, json, sys, time
+import asyncio, json, os, sys, time
 from sitesync.models import TaskReport
 from sitesync.store.sqlite.store import SqliteStore
 
-async def main(db, worker, start_at):
+async def main(db, worker, others):
     store = await SqliteStore.open(db)
-    await asyncio.sleep(max(0.0, start_at - time.time()))  # both start together
+    # Both start together: each says it is ready, then waits for every other one (a fixed
+    # start time was missed by a process that took longer than it to import under load).
+    open(db + "." + worker + ".ready", "w").close()
+    while not all(os.path.exists(db + "." + other + ".ready") for other in others.split(",")):
+        await asyncio.sleep(0.005)
     got = []
     while True:
         leases = await store.acquire(1, worker_id=worker, limit=7, lease_seconds=60)
@@ -37,7 +41,7 @@ async def main(db, worker, start_at):
     await store.close()
     print(json.dumps(got))
 
-asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
 """
 
 
@@ -58,10 +62,9 @@ def test_two_processes_acquiring_at_once_never_get_the_same_task(tmp_path: Path)
         await store.close()
 
     asyncio.run(setup())
-    start_at = str(time.time() + 2.0)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", ACQUIRER, str(db), f"w{n}", start_at],
+            [sys.executable, "-c", ACQUIRER, str(db), f"w{n}", "w0,w1"],
             stdout=subprocess.PIPE,
             text=True,
         )
