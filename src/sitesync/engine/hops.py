@@ -8,7 +8,7 @@ A seed's redirects also say where its site lives (its canonical host and aliases
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
@@ -38,6 +38,7 @@ class HopFetcher:
         limiter: HostLimiter,
         robots: RobotsCache | None,
         turn: TurnFor,
+        learn: Callable[[Turn, FetchResult], Awaitable[None]],
         follow_offsite_seed_redirects: bool,
         revalidation: Revalidation,
     ) -> None:
@@ -49,6 +50,7 @@ class HopFetcher:
         self.limiter = limiter
         self.robots = robots
         self.turn = turn
+        self.learn = learn  # the gate's: the host's pace learned from each answer
         self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
@@ -95,21 +97,8 @@ class HopFetcher:
     ) -> tuple[FetchResult, float]:
         async with self.turn(url_host(url), lease) as turn:
             result = await self.fetcher.fetch(url, validators=validators)
-        await self._learn_pace(turn, result)
+        await self.learn(turn, result)
         return result, turn.started
-
-    async def _learn_pace(self, turn: Turn, result: FetchResult) -> None:
-        """The host's adaptive pace learns from the answer; a changed pace is stored, so
-        every worker of the fleet (the next holder of the host) keeps to it."""
-        learned = turn.saw(result)
-        if learned is not None:
-            await self.store.save_host_pace(
-                turn.host,
-                delay=learned.delay,
-                concurrency=learned.concurrency,
-                reason=learned.reason,
-                since=learned.since,
-            )
 
     async def _hop_refusal(self, lease: Lease, target: str, location: str) -> Refusal | None:
         """Why a page's hop to ``target`` (``location`` as sent) is not taken, or None."""

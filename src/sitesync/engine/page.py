@@ -15,14 +15,15 @@ from typing import Any, Protocol
 from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.engine.hops import HopFetcher
+from sitesync.engine.hoststate import pace_keeper
 from sitesync.engine.pageread import PageReader, artifact_of, describe, parse_timeout_report
-from sitesync.engine.pageturn import PageTurn
 from sitesync.engine.retrywait import RetryWaits
 from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
 from sitesync.engine.seeding import SitemapReader
 from sitesync.engine.sitemapdates import SitemapDates
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.decode import Undecodable, declared_charset
+from sitesync.fetch.gate import GateTurn, HostNotHeld, RequestGate
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
@@ -59,11 +60,6 @@ class Deferral:
 
 class Halted(Exception):
     """The worker is leaving (the run was paused, stopped or cancelled): start nothing."""
-
-
-class ClaimLost(Halted):
-    """The host's claim was let go (or lost) while the request waited to start: whoever
-    holds the host now fetches the page. It goes back untried, like a halted one."""
 
 
 def _never() -> bool:
@@ -116,9 +112,17 @@ class PageAttempts:
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
         self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
-        self.hops = HopFetcher(
-            store=store, fetcher=fetcher, frontier=frontier, claims=claims, limiter=limiter,
-            robots=robots, turn=self._turn, revalidation=self.revalidation,
+        # Every request of the page path starts at the one gate (fetch/gate.py).
+        self.gate = RequestGate(limiter=limiter, robots=robots, may_request=claims.may_request,
+                                confirm=claims.confirm, keep_pace=pace_keeper(store))  # fmt: skip
+        self.hops = self._hop_fetcher(fetcher, follow_offsite_seed_redirects)
+
+    def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:
+        """The page's requests, hop by hop, each through :meth:`_turn` (the gate's)."""
+        return HopFetcher(
+            store=self.store, fetcher=fetcher, frontier=self.frontier, claims=self.claims,
+            limiter=self.limiter, robots=self.robots, turn=self._turn, learn=self.gate.learn,
+            revalidation=self.revalidation,
             follow_offsite_seed_redirects=follow_offsite_seed_redirects,
         )  # fmt: skip
 
@@ -126,9 +130,10 @@ class PageAttempts:
         started = self.store.now()
         try:
             outcome = await self._attempt(lease)
-        except (Halted, Abandoned):
-            # Paused (or stopped) while this lease waited for its host's turn: it goes
-            # back untried, and no request starts after the pause.
+        except (Halted, HostNotHeld, Abandoned):
+            # Paused (or stopped) while this lease waited for its host's turn, or the
+            # host's claim was let go meanwhile (whoever holds it now fetches the page): it
+            # goes back untried, and no request starts after the pause.
             return Deferral(lease, self.store.now())
         if isinstance(outcome, Deferral):
             return outcome
@@ -308,19 +313,17 @@ class PageAttempts:
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,
                           outcome=FetchOutcome.BLOCKED)  # fmt: skip
 
-    def _turn(self, host: str, lease: Lease) -> PageTurn:
-        return PageTurn(self, host, lease)
+    def _turn(self, host: str, lease: Lease) -> GateTurn:
+        """The host's turn for a request on behalf of ``lease``: the gate's slot and claim,
+        and with the slot in hand no request after a pause (the wait for a turn can outlast
+        one by a whole delay); counted as under way once the claim is confirmed."""
+        return self.gate.turn(
+            host, before=self._not_halted, after=lambda: self.under_way.add(lease.task_id)
+        )
 
-    async def _may_start(self, host: str, lease: Lease) -> None:
-        """Checked with the host's turn in hand, right before the request starts: the wait
-        for a turn can outlast a pause by a whole delay."""
+    def _not_halted(self) -> None:
         if self.halted():
             raise Halted
-        # Counted as under way on the host from here (a refresh keeps the host): the
-        # last word is the claim's, in case a refresh was letting the host go.
-        if not await self.claims.confirm(host):
-            raise ClaimLost
-        self.under_way.add(lease.task_id)
 
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         if lease.depth != 0 or not report.ok or self.sitemaps is None:

@@ -11,19 +11,14 @@ anyone could hold: only this worker's limiter guards it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
-from sitesync.fetch.adaptive import LearnedPace
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult
-from sitesync.fetch.politeness import HostLimiter, Turn
+from sitesync.fetch.gate import HostNotHeld, MayRequest, PaceKeeper, RequestGate
+from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.redirects import Refusal, walk
 from sitesync.fetch.robots import RobotsCache
-from sitesync.urls import origin_of, resolve_link, url_host
-
-#: Whether this worker may send a request to a host now (no other worker holds its claim).
-MayRequest = Callable[[str], Awaitable[bool]]
-#: Keep a host's changed adaptive pace (the worker stores it for the fleet).
-PaceKeeper = Callable[[str, LearnedPace], Awaitable[None]]
+from sitesync.urls import resolve_link, url_host
 
 
 class PoliteClient:
@@ -38,13 +33,10 @@ class PoliteClient:
         keep_pace: PaceKeeper | None = None,
     ) -> None:
         self._fetcher = fetcher
-        self._limiter = limiter
-        self._robots = robots
-        self._may_request = may_request
-        #: Asked again once the request holds its slot (counted as under way on the host),
-        #: right before it is sent: the claim may have been let go while it waited.
-        self._confirm = confirm or may_request
-        self._keep_pace = keep_pace
+        self._gate = RequestGate(
+            limiter=limiter, robots=robots, may_request=may_request, confirm=confirm,
+            keep_pace=keep_pace,
+        )  # fmt: skip
 
     async def fetch(self, url: str) -> FetchResult:
         """Fetch ``url`` through its host's gate, or a ``BLOCKED`` result saying why not.
@@ -56,7 +48,7 @@ class PoliteClient:
         if target is None:
             return _refused(url, "not an http(s) URL")
         host = url_host(target)
-        refusal = await self._refusal(target, host, check_robots=True)
+        refusal = await self._gate.refusal(target)
         if refusal is not None:
             return _refused(url, refusal)
         try:
@@ -70,19 +62,17 @@ class PoliteClient:
             return _refused(url, "its host's claim passed to another worker")
 
     async def _request(self, host: str, url: str) -> FetchResult:
-        async with self._slot(host) as turn:
+        async with self._gate.turn(host) as turn:
             result = await self._fetcher.fetch(url)
         # Its answers are the host's signals too: an asset that gets 503s slows the pages.
-        learned = turn.saw(result)
-        if learned is not None and self._keep_pace is not None:
-            await self._keep_pace(host, learned)
+        await self._gate.learn(turn, result)
         return result
 
     async def _hop_refusal(self, host: str, target: str, location: str) -> Refusal | None:
         """A hop stays on the host whose gate the fetch passed, and robots.txt allows it."""
         if url_host(target) != host:
             return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
-        refusal = await self._refusal(target, host, check_robots=True)
+        refusal = await self._gate.refusal(target)
         return None if refusal is None else (FetchOutcome.BLOCKED, f"not fetched: {refusal}")
 
     @contextlib.asynccontextmanager
@@ -96,43 +86,18 @@ class PoliteClient:
         if target is None or host is None:
             yield "not an http(s) URL"
             return
-        refusal = await self._refusal(target, host, check_robots)
+        refusal = await self._gate.refusal(target, check_robots=check_robots)
         if refusal is not None:
             yield refusal
             return
         slot = contextlib.AsyncExitStack()
         try:
-            await slot.enter_async_context(self._slot(host))
+            await slot.enter_async_context(self._gate.turn(host))
         except HostNotHeld:
             yield "its host's claim passed to another worker"
             return
         async with slot:
             yield None
-
-    async def _refusal(self, target: str, host: str, check_robots: bool) -> str | None:
-        if not await self._may_request(host):
-            return "its host is held by another worker"
-        if self._robots is None or not check_robots:
-            return None
-        try:
-            verdict = await self._robots.check(
-                target, origin_of(target), gate=lambda: self._slot(host)
-            )
-        except HostNotHeld:
-            return "its host's claim passed to another worker"
-        self._limiter.honour_crawl_delay(host, verdict.crawl_delay)
-        return None if verdict.allowed else (verdict.reason or "robots.txt disallows it")
-
-    @contextlib.asynccontextmanager
-    async def _slot(self, host: str) -> AsyncIterator[Turn]:
-        async with self._limiter.slot(host) as turn:
-            if not await self._confirm(host):
-                raise HostNotHeld(host)
-            yield turn
-
-
-class HostNotHeld(Exception):
-    """The host's claim passed to another worker while a request waited for its turn."""
 
 
 class LateClient:
