@@ -141,9 +141,10 @@ async def _assert_outcomes_exact(store: Store) -> None:
 
 def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
     # 8 hosts: an even share is 2 each, so all four get hosts (with 6, shares of 2 would
-    # leave the last joiner none, by design); 70 pages a host keep the first worker busy
-    # long after the last joiner is up (120 only made the crawl longer)
-    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=70, delay=0.05)).start()
+    # leave the last joiner none, by design); 120 pages a host keep the first worker busy
+    # long after the last joiner is up (with 70, a fresh-clone CI run under load ended
+    # before the fourth worker got a host)
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=120, delay=0.05)).start()
     try:
         workers = start_workers(db_url, site, 4)
         for proc in workers:
