@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from sitesync.cli import app
 from sitesync.config import Settings, load_settings
 from sitesync.fetch.adaptive import LearnedPace, PaceSettings
+from sitesync.fetch.gate import RequestGate
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
@@ -269,9 +270,8 @@ async def test_a_plugins_request_through_the_gate_slows_the_host_too(site: Loade
 
     site.forced_status = 503
     async with HttpFetcher(network=OPEN_LOOPBACK) as fetcher:
-        client = PoliteClient(
-            fetcher, limiter=limiter, robots=None, may_request=anyone, keep_pace=keep
-        )
+        gate = RequestGate(limiter=limiter, robots=None, may_request=anyone, keep_pace=keep)
+        client = PoliteClient(fetcher, gate)
         result = await client.fetch(site.root)
         assert result.status == 503 and not kept  # one URL's 503: not yet the host's
         result = await client.fetch(f"{site.root}p/1")  # another URL's: the host's

@@ -10,6 +10,7 @@ import itertools
 from aiohttp import web
 
 from sitesync.fetch.base import FetchOutcome, RedirectHop
+from sitesync.fetch.gate import RequestGate
 from sitesync.fetch.http import HttpFetcher
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.politeness import HostLimiter
@@ -46,7 +47,8 @@ async def test_a_polite_fetch_walks_each_hop_through_robots_and_the_hosts_pace()
         async with HttpFetcher(network=OPEN_LOOPBACK) as fetcher:
             limiter = HostLimiter(concurrency=1, delay=delay)
             cache = RobotsCache(fetcher, user_agent="sitesync/1.0")
-            client = PoliteClient(fetcher, limiter=limiter, robots=cache, may_request=anyone)
+            gate = RequestGate(limiter=limiter, robots=cache, may_request=anyone)
+            client = PoliteClient(fetcher, gate)
             followed = await client.fetch(f"{origin}/asset")
             refused = await client.fetch(f"{origin}/sneaky")
             away = await client.fetch(f"{origin}/away")

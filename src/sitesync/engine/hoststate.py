@@ -11,7 +11,6 @@ from sitesync.engine.deadhosts import DeadHosts
 from sitesync.engine.options import WorkerOptions
 from sitesync.fetch.adaptive import LearnedPace
 from sitesync.fetch.base import Fetcher
-from sitesync.fetch.gate import PaceKeeper
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.fetch.robots import RobotsCache
 from sitesync.store.base import Store
@@ -112,7 +111,15 @@ class HostStateSync:
                 await self.keep_pace(host, learned)
 
     async def keep_pace(self, host: str, learned: LearnedPace) -> None:
-        await pace_keeper(self.store)(host, learned)
+        """Keep a host's changed adaptive pace in the store, where every worker of the fleet
+        (the host's next holder) reads it (the worker's gate's ``keep_pace``)."""
+        await self.store.save_host_pace(
+            host,
+            delay=learned.delay,
+            concurrency=learned.concurrency,
+            reason=learned.reason,
+            since=learned.since,
+        )
 
     async def _persist_robots(
         self, origin: str, status: int, body: str | None, expires_at: float
@@ -121,19 +128,3 @@ class HostStateSync:
         await self.store.save_host_robots(
             host, origin=origin, status=status, body=body, expires_at=expires_at
         )
-
-
-def pace_keeper(store: Store) -> PaceKeeper:
-    """Keep a host's changed adaptive pace in the store, where every worker of the fleet
-    (the host's next holder) reads it (the gate's ``keep_pace``)."""
-
-    async def keep(host: str, learned: LearnedPace) -> None:
-        await store.save_host_pace(
-            host,
-            delay=learned.delay,
-            concurrency=learned.concurrency,
-            reason=learned.reason,
-            since=learned.since,
-        )
-
-    return keep

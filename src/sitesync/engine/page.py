@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.engine.hops import HopFetcher
-from sitesync.engine.hoststate import pace_keeper
 from sitesync.engine.pageread import PageReader, artifact_of, describe, parse_timeout_report
 from sitesync.engine.retrywait import RetryWaits
 from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
@@ -24,8 +23,6 @@ from sitesync.engine.sitemapdates import SitemapDates
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.decode import Undecodable, declared_charset
 from sitesync.fetch.gate import GateTurn, HostNotHeld, RequestGate
-from sitesync.fetch.politeness import HostLimiter
-from sitesync.fetch.robots import RobotsCache
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
@@ -74,8 +71,7 @@ class PageAttempts:
         claims: ClaimKeeper,
         fetcher: Fetcher,
         frontier: Frontier,
-        limiter: HostLimiter,
-        robots: RobotsCache | None,
+        gate: RequestGate,
         retry: RetryPolicy,
         max_retry_after: float,
         plugins: ArtifactProcessor | None = None,
@@ -96,8 +92,9 @@ class PageAttempts:
         self.halted = halted
         self.claims = claims
         self.frontier = frontier
-        self.limiter = limiter
-        self.robots = robots
+        # Every request of the page path starts at the worker's one gate (fetch/gate.py).
+        self.gate = gate
+        self.limiter, self.robots = gate.limiter, gate.robots
         self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
@@ -112,9 +109,6 @@ class PageAttempts:
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
         self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
-        # Every request of the page path starts at the one gate (fetch/gate.py).
-        self.gate = RequestGate(limiter=limiter, robots=robots, may_request=claims.may_request,
-                                confirm=claims.confirm, keep_pace=pace_keeper(store))  # fmt: skip
         self.hops = self._hop_fetcher(fetcher, follow_offsite_seed_redirects)
 
     def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:

@@ -52,6 +52,7 @@ from sitesync.engine.upkeep import Upkeep
 from sitesync.engine.waits import cancel_and_wait, wait_set
 from sitesync.engine.wiring import live_pace
 from sitesync.fetch.base import Fetcher
+from sitesync.fetch.gate import RequestGate
 from sitesync.fetch.polite import PoliteClient
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
@@ -98,8 +99,7 @@ class CrawlWorker:
         )  # fmt: skip
         self._limiter = self._hosts.limiter
         self.claims = self._claim_keeper()
-        # Everything but the page fetch itself (sitemaps, plugins' downloads) asks through
-        # this: the same limiter, robots.txt and claims as the pages.
+        self._gate = self._request_gate()
         self.polite_client = self._polite_client()
         # A large page's CPU work runs off the loop, within parse_timeout
         # (sitesync.plugins.offloop); a worker on its way out waits for none of it.
@@ -119,15 +119,17 @@ class CrawlWorker:
         self._quiet = asyncio.Event()  # set whenever no request of this worker is under way
         self._side: dict[str, asyncio.Task[None]] = {}  # side tasks by name
 
+    def _request_gate(self) -> RequestGate:
+        """The one gate every request of this worker starts at (fetch/gate.py): the pages',
+        and those of the polite client (sitemaps, plugins' downloads, the browser's
+        subresources)."""
+        return RequestGate(
+            limiter=self._limiter, robots=self._hosts.robots, may_request=self.claims.may_request,
+            confirm=self.claims.confirm, keep_pace=self._hosts.keep_pace,
+        )  # fmt: skip
+
     def _polite_client(self) -> PoliteClient:
-        client = PoliteClient(
-            self._plain_fetcher,
-            limiter=self._limiter,
-            robots=self._hosts.robots,
-            may_request=self.claims.may_request,
-            confirm=self.claims.confirm,
-            keep_pace=self._hosts.keep_pace,
-        )
+        client = PoliteClient(self._plain_fetcher, self._gate)
         # The browser's subresources too, at its guard proxy (fetch/browser_gate.py).
         bind_gate = getattr(self.fetcher, "bind_gate", None)
         if bind_gate is not None:
@@ -181,8 +183,7 @@ class CrawlWorker:
             claims=self.claims,
             fetcher=self.fetcher,
             frontier=self.frontier,
-            limiter=self._limiter,
-            robots=self._hosts.robots,
+            gate=self._gate,
             retry=options.retry,
             max_retry_after=options.max_retry_after,
             plugins=plugins,

@@ -14,29 +14,15 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult
-from sitesync.fetch.gate import HostNotHeld, MayRequest, PaceKeeper, RequestGate
-from sitesync.fetch.politeness import HostLimiter
+from sitesync.fetch.gate import HostNotHeld, RequestGate
 from sitesync.fetch.redirects import Refusal, walk
-from sitesync.fetch.robots import RobotsCache
 from sitesync.urls import resolve_link, url_host
 
 
 class PoliteClient:
-    def __init__(
-        self,
-        fetcher: Fetcher,
-        *,
-        limiter: HostLimiter,
-        robots: RobotsCache | None,
-        may_request: MayRequest,
-        confirm: MayRequest | None = None,
-        keep_pace: PaceKeeper | None = None,
-    ) -> None:
+    def __init__(self, fetcher: Fetcher, gate: RequestGate) -> None:
         self._fetcher = fetcher
-        self._gate = RequestGate(
-            limiter=limiter, robots=robots, may_request=may_request, confirm=confirm,
-            keep_pace=keep_pace,
-        )  # fmt: skip
+        self._gate = gate  # the worker's one gate, the pages' too
 
     async def fetch(self, url: str) -> FetchResult:
         """Fetch ``url`` through its host's gate, or a ``BLOCKED`` result saying why not.
