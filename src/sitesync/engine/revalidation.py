@@ -10,12 +10,12 @@ is handled as any 200 (the same content is a sighting).
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from sitesync.fetch.base import FetchResult
+from sitesync.fetch.httpdate import http_timestamp
 from sitesync.models import (
     EarlierFetch,
     FetchOutcome,
@@ -114,21 +114,13 @@ def sendable(kept: Validators, now: float) -> Asked:
     modified = kept.last_modified
     note = None
     if modified is not None:
-        when = http_date(modified)
+        when = http_timestamp(modified)
         if when is None or when > now:
             why = "not an HTTP-date" if when is None else "in the future"
             note = f"If-Modified-Since not sent: the kept Last-Modified ({modified}) is {why}"
             modified = None
     sent = Validators(kept.etag, modified)
     return Asked(sent if sent else None, note)
-
-
-def http_date(value: str) -> float | None:
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return None if when.tzinfo is None else when.timestamp()
 
 
 def validators_of(headers: Mapping[str, str]) -> Validators:
