@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sitesync.runs.processes import freeze_startup_heap
+from sitesync.runs.processes import YOUNG_COLLECTION_AFTER, freeze_startup_heap
 
 
 class Node:
@@ -27,10 +27,12 @@ def cycle() -> weakref.ref[Node]:
 @pytest.fixture
 def frozen() -> Iterator[None]:
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     try:
         yield
     finally:
         gc.unfreeze()  # the rest of the test session collects as usual
+        gc.set_threshold(*thresholds)
 
 
 @pytest.mark.usefixtures("frozen")
@@ -54,3 +56,12 @@ def test_garbage_made_after_the_freeze_is_still_collected() -> None:
     after = cycle()
     gc.collect()
     assert after() is None
+
+
+@pytest.mark.usefixtures("frozen")
+def test_the_youngest_generation_waits_for_more_allocations_and_cycles_still_go() -> None:
+    _, older, oldest = gc.get_threshold()
+    freeze_startup_heap()
+    assert gc.get_threshold() == (YOUNG_COLLECTION_AFTER, older, oldest)
+    cycles = [cycle() for _ in range(YOUNG_COLLECTION_AFTER)]  # enough for a collection
+    assert sum(ref() is None for ref in cycles) > 0
