@@ -4,6 +4,11 @@ PYTEST_ARGS ?=
 # Tests in parallel (tests/conftest.py: two workers per core), handed out one at a time so
 # that the slow ones, which go first, spread over every worker; the 25 slowest are listed.
 PYTEST_PARALLEL ?= -n auto --dist load --maxschedchunk 1 --durations 25
+# Bytecode compiled once, at install (uv does not by default): where PYTHONDONTWRITEBYTECODE
+# is set, as in containers and CI, every command otherwise compiled its ~1,000 modules from
+# source each time it started: 2.4 s of imports instead of 1.5 s here (issue 30).
+export UV_COMPILE_BYTECODE := 1
+COMPILE_SRC = $(UV) run --no-sync python -m compileall -q src
 
 .PHONY: install install-dev system-deps lint typecheck unit test mutations docs bench bench-fleet bench-resync crawl clean
 
@@ -13,9 +18,11 @@ PYTEST_PARALLEL ?= -n auto --dist load --maxschedchunk 1 --durations 25
 
 install: $(UV)  ## runtime only: what `sitesync crawl` needs
 	$(UV) sync --locked --no-dev
+	$(COMPILE_SRC)
 
 install-dev: $(UV)  ## runtime + the dev extra (pytest, ruff, mypy, hypothesis)
 	$(UV) sync --locked --extra dev
+	$(COMPILE_SRC)
 
 lint: install-dev
 	$(UV) run --no-sync ruff check src tests benchmarks
@@ -45,14 +52,17 @@ docs: install-dev  ## regenerate the generated parts of docs/
 bench: $(UV)  ## benchmarks/README.md: sitesync (one process, every core) vs a bare aiohttp loop
 	bash scripts/ensure-system-deps.sh bench
 	$(UV) sync --locked --extra dev --extra bench
+	$(COMPILE_SRC)
 	$(UV) run --no-sync python benchmarks/run.py $(BENCH_ARGS)
 
 bench-fleet: $(UV)  ## benchmarks/README.md: the store and the fleet on SQLite and PostgreSQL
 	$(UV) sync --locked --extra dev --extra bench
+	$(COMPILE_SRC)
 	$(UV) run --no-sync python benchmarks/fleet.py $(BENCH_FLEET_ARGS)
 
 bench-resync: $(UV)  ## benchmarks/README.md: three scans of a 20-host nginx site (first, unchanged, 10 % changed)
 	$(UV) sync --locked --extra dev --extra bench
+	$(COMPILE_SRC)
 	$(UV) run --no-sync python benchmarks/resync.py $(BENCH_RESYNC_ARGS)
 
 crawl: install  ## make crawl URL=https://example.org ARGS="--max-pages 500"
