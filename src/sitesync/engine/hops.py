@@ -23,7 +23,7 @@ from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
 from sitesync.store.base import Store
 from sitesync.urls import origin_of, resolve_link, same_site, url_host
 
-#: The host's politeness slot for a request on behalf of a lease (see PageAttempts._turn).
+#: The host's politeness slot for a request on behalf of a lease (see PageTurns.turn).
 TurnFor = Callable[[str, Lease], AbstractAsyncContextManager[Turn]]
 
 

@@ -16,13 +16,14 @@ from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.engine.hops import HopFetcher
 from sitesync.engine.pageread import PageReader, artifact_of, describe, parse_timeout_report
+from sitesync.engine.pageturns import Halted, PageTurns
 from sitesync.engine.retrywait import RetryWaits
 from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
 from sitesync.engine.seeding import SitemapReader
 from sitesync.engine.sitemapdates import SitemapDates
 from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
 from sitesync.fetch.decode import Undecodable, declared_charset
-from sitesync.fetch.gate import GateTurn, HostNotHeld, RequestGate
+from sitesync.fetch.gate import HostNotHeld, RequestGate
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
@@ -55,10 +56,6 @@ class Deferral:
     until: float
 
 
-class Halted(Exception):
-    """The worker is leaving (the run was paused, stopped or cancelled): start nothing."""
-
-
 def _never() -> bool:
     return False
 
@@ -89,12 +86,12 @@ class PageAttempts:
         self.worker_id = worker_id
         self.work = work or PageWork(budget=float("inf"))  # its CPU work's thread and budget
         self.store = store
-        self.halted = halted
         self.claims = claims
         self.frontier = frontier
         # Every request of the page path starts at the worker's one gate (fetch/gate.py).
         self.gate = gate
         self.limiter, self.robots = gate.limiter, gate.robots
+        self.turns = PageTurns(gate, halted)
         self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
         self.plugins = plugins
         self.max_links = max_links  # links admitted per page (plugins' included)
@@ -103,22 +100,25 @@ class PageAttempts:
                                  max_parse_bytes=max_parse_bytes,
                                  decode_all=plugins is not None)  # fmt: skip
         self.dead_hosts, self.sitemaps = dead_hosts, sitemaps
-        #: Tasks a request has started for (a turn taken past the pause check), until the
-        #: worker hands in their outcome: a pause waits for these, and only these.
-        self.under_way: set[int] = set()
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
         self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
         self.hops = self._hop_fetcher(fetcher, follow_offsite_seed_redirects)
 
     def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:
-        """The page's requests, hop by hop, each through :meth:`_turn` (the gate's)."""
+        """The page's requests, hop by hop, each in a turn of :attr:`turns` (the gate's)."""
         return HopFetcher(
             store=self.store, fetcher=fetcher, frontier=self.frontier, claims=self.claims,
-            limiter=self.limiter, robots=self.robots, turn=self._turn, learn=self.gate.learn,
+            limiter=self.limiter, robots=self.robots, turn=self.turns.turn,
+            learn=self.turns.learn,
             revalidation=self.revalidation,
             follow_offsite_seed_redirects=follow_offsite_seed_redirects,
         )  # fmt: skip
+
+    @property
+    def under_way(self) -> set[int]:
+        """Tasks a request has started for: what the worker's pause waits for."""
+        return self.turns.under_way
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         started = self.store.now()
@@ -164,7 +164,7 @@ class PageAttempts:
 
     async def _before_fetch(self, lease: Lease) -> TaskReport | Deferral | None:
         """What ends the attempt before any request for the page (None: fetch it)."""
-        if self.halted():
+        if self.turns.halted():
             raise Halted
         if not self.claims.holds(lease.host):
             # Our claim on the host is gone or too close to expiry for a whole fetch:
@@ -283,7 +283,7 @@ class PageAttempts:
         assert self.robots is not None
         origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
         verdict = await self.robots.check(
-            lease.url, origin, gate=lambda: self._turn(lease.host, lease)
+            lease.url, origin, gate=lambda: self.turns.turn(lease.host, lease)
         )
         self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
         if verdict.allowed:
@@ -306,18 +306,6 @@ class PageAttempts:
                               outcome=FetchOutcome.BLOCKED)  # fmt: skip
         return TaskReport(lease=lease, ok=False, error=error, give_up=True,
                           outcome=FetchOutcome.BLOCKED)  # fmt: skip
-
-    def _turn(self, host: str, lease: Lease) -> GateTurn:
-        """The host's turn for a request on behalf of ``lease``: the gate's slot and claim,
-        and with the slot in hand no request after a pause (the wait for a turn can outlast
-        one by a whole delay); counted as under way once the claim is confirmed."""
-        return self.gate.turn(
-            host, before=self._not_halted, after=lambda: self.under_way.add(lease.task_id)
-        )
-
-    def _not_halted(self) -> None:
-        if self.halted():
-            raise Halted
 
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         if lease.depth != 0 or not report.ok or self.sitemaps is None:
