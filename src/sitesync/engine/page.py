@@ -10,13 +10,13 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
 
 from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
 from sitesync.engine.hops import HopFetcher
-from sitesync.engine.pageread import PageReader, artifact_of, describe, parse_timeout_report
+from sitesync.engine.pageread import PageReader, describe, parse_timeout_report
 from sitesync.engine.pageturns import Halted, PageTurns
+from sitesync.engine.pluginstep import ArtifactProcessor, PluginStep
 from sitesync.engine.retrywait import RetryWaits
 from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
 from sitesync.engine.seeding import SitemapReader
@@ -27,25 +27,14 @@ from sitesync.fetch.gate import HostNotHeld, RequestGate
 from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
-from sitesync.plugins.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
+from sitesync.models import HostStatus, Lease, NewTask, TaskReport
+from sitesync.plugins.offloop import Abandoned, PageWork, ParseTimeout
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
 
 #: A host paused for longer than this gets its tasks deferred rather than waited for.
 DEFER_AFTER_SECONDS = 1.0
-
-
-class ArtifactProcessor(Protocol):
-    """The plugin pipeline, as a page attempt sees it."""
-
-    async def process(
-        self, artifact: CrawlArtifact, *, tree: Any = None, budget: PageBudget | None = None
-    ) -> ProcessedArtifact:
-        """``tree``: the page as the link extraction parsed it, so it is parsed only once;
-        ``budget``: where the synchronous built-ins run (off the loop for a large page)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +82,7 @@ class PageAttempts:
         self.limiter, self.robots = gate.limiter, gate.robots
         self.turns = PageTurns(gate, halted)
         self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
-        self.plugins = plugins
-        self.max_links = max_links  # links admitted per page (plugins' included)
+        self.plugin_step = PluginStep(plugins, frontier, max_links=max_links)
         # What a page's CPU work is (decode, links, scoping), wherever it runs.
         self.reader = PageReader(frontier=frontier, max_links=max_links,
                                  max_parse_bytes=max_parse_bytes,
@@ -149,7 +137,7 @@ class PageAttempts:
                 if isinstance(handled, float):
                     return Deferral(lease, handled)
                 if handled is not None:
-                    return await self._root_plugins(lease, result, handled)
+                    return await self.plugin_step.for_root(lease, result, handled)
             elif result.status > 0:
                 await self.dead_hosts.answered(lease)
         if result.retry_after is not None:
@@ -172,7 +160,7 @@ class PageAttempts:
             return Deferral(lease, self.store.now())
         ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
         if ended is not None:  # a dead host: this task ends like the rest of its tasks
-            return await self._root_plugins(lease, None, ended)
+            return await self.plugin_step.for_root(lease, None, ended)
         paused_until = self.limiter.paused_until(lease.host)
         if paused_until > self.store.now() + DEFER_AFTER_SECONDS:
             return Deferral(lease, paused_until)
@@ -183,8 +171,8 @@ class PageAttempts:
             return blocked
         if lease.depth == 0 and blocked.give_up:  # the whole site says no
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
-        if self.plugins is not None and lease.depth == 0:  # plugins may say why
-            blocked = await self._run_plugins(lease, None, blocked, [])
+        if self.plugin_step.on and lease.depth == 0:  # plugins may say why
+            blocked = await self.plugin_step.run(lease, None, blocked, [])
         return blocked
 
     async def _answered(
@@ -213,9 +201,9 @@ class PageAttempts:
         if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
             await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
         # A root's failures too: the navigation sampler records that a site is unreachable.
-        if self.plugins is not None and (report.ok or lease.depth == 0):
+        if self.plugin_step.on and (report.ok or lease.depth == 0):
             try:
-                report = await self._run_plugins(lease, result, report, links, text, budget)
+                report = await self.plugin_step.run(lease, result, report, links, text, budget)
             except ParseTimeout as exc:
                 return await self._parse_timed_out(lease, result, exc)
         return report
@@ -227,57 +215,10 @@ class PageAttempts:
         records); the plugins see its outcome, so a root's navigation sample says why."""
         log.warning("%s: %s", safe_text(lease.url), exc)
         report = parse_timeout_report(lease, result, exc)
-        if self.plugins is not None and lease.depth == 0:
+        if self.plugin_step.on and lease.depth == 0:
             timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
-            report = await self._run_plugins(lease, timed_out, report, [])
+            report = await self.plugin_step.run(lease, timed_out, report, [])
         return report
-
-    async def _root_plugins(
-        self, lease: Lease, result: FetchResult | None, report: TaskReport
-    ) -> TaskReport:
-        """Plugins see a root that failed for good too (the navigation sampler records it)."""
-        if self.plugins is None or lease.depth != 0:
-            return report
-        return await self._run_plugins(lease, result, report, [])
-
-    async def _run_plugins(
-        self,
-        lease: Lease,
-        result: FetchResult | None,
-        report: TaskReport,
-        links: list[str],
-        text: str | None = None,
-        budget: PageBudget | None = None,
-    ) -> TaskReport:
-        """Plugins see every answered fetch; what they make is committed with the report."""
-        assert self.plugins is not None
-        if result is None:  # robots.txt (or a dead host) kept us from asking
-            outcome = report.outcome or FetchOutcome.BLOCKED
-            result = FetchResult(url=lease.url, outcome=outcome, error=report.error)
-        artifact = artifact_of(lease, result, report, links, text)
-        tree = getattr(links, "tree", None)
-        if budget is None or budget.inline:  # a small page: every plugin on the loop
-            produced = await self.plugins.process(artifact, tree=tree)
-        else:
-            produced = await self.plugins.process(artifact, tree=tree, budget=budget)
-        discovered = report.discovered
-        room = len(produced.links) if self.max_links is None else self.max_links - len(links)
-        if produced.links and room > 0:
-            extra = self.frontier.candidates(
-                produced.links[:room], depth=lease.depth + 1, found_from=lease.task_id
-            )
-            discovered = (*discovered, *extra)
-        errors = "; ".join(produced.errors)
-        revisit = report.revisit
-        if revisit is not None and produced.links and room > 0:  # the next scan's too
-            revisit = replace(revisit, links=(*revisit.links, *produced.links[:room]))
-        return replace(
-            report,
-            records=produced.records,
-            revisit=revisit,
-            discovered=discovered,
-            error=report.error if not errors else f"{report.error or 'plugins'}: {errors}",
-        )
 
     async def _robots_verdict(self, lease: Lease) -> TaskReport | Deferral | None:
         assert self.robots is not None

@@ -45,7 +45,8 @@ from sitesync.engine.feeder import LeaseFeeder
 from sitesync.engine.hoststate import HostStateSync
 from sitesync.engine.liveness import this_process
 from sitesync.engine.options import WorkerOptions
-from sitesync.engine.page import ArtifactProcessor, Deferral, PageAttempts
+from sitesync.engine.page import Deferral, PageAttempts
+from sitesync.engine.pluginstep import ArtifactProcessor
 from sitesync.engine.reporter import ReportBatcher, WorkerStats, one_line
 from sitesync.engine.seeding import SitemapReader, seed_run
 from sitesync.engine.upkeep import Upkeep
