@@ -9,10 +9,12 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from sitesync.engine.beforefetch import BeforeFetch
 from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
+from sitesync.engine.deferral import Deferral
 from sitesync.engine.hops import HopFetcher
 from sitesync.engine.pageread import PageReader, describe, parse_timeout_report
 from sitesync.engine.pageturns import Halted, PageTurns
@@ -32,17 +34,6 @@ from sitesync.plugins.offloop import Abandoned, PageWork, ParseTimeout
 from sitesync.store.base import Store
 
 log = logging.getLogger(__name__)
-
-#: A host paused for longer than this gets its tasks deferred rather than waited for.
-DEFER_AFTER_SECONDS = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Deferral:
-    """Give the lease back untried; the task is not eligible before ``until``."""
-
-    lease: Lease
-    until: float
 
 
 def _never() -> bool:
@@ -92,6 +83,10 @@ class PageAttempts:
         self.revalidation = Revalidation(store, enabled=revalidates)
         self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
         self.hops = self._hop_fetcher(fetcher, follow_offsite_seed_redirects)
+        self.before = BeforeFetch(
+            store=store, claims=claims, gate=gate, turns=self.turns, waits=self.waits,
+            plugin_step=self.plugin_step, dead_hosts=dead_hosts, sitemap_dates=self.sitemap_dates,
+        )  # fmt: skip
 
     def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:
         """The page's requests, hop by hop, each in a turn of :attr:`turns` (the gate's)."""
@@ -125,7 +120,7 @@ class PageAttempts:
         )
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
-        before = await self._before_fetch(lease) or await self.sitemap_dates.skipped(lease)
+        before = await self.before.ended(lease)
         if before is not None:
             return before
         result, requested_at, revalidated = await self.hops.fetch(lease)
@@ -149,31 +144,6 @@ class PageAttempts:
             await self.hops.record_root_redirect(lease, result)
         report = await self._answered(lease, result, revalidated)
         return await self.waits.no_shorter(report, requested_at)
-
-    async def _before_fetch(self, lease: Lease) -> TaskReport | Deferral | None:
-        """What ends the attempt before any request for the page (None: fetch it)."""
-        if self.turns.halted():
-            raise Halted
-        if not self.claims.holds(lease.host):
-            # Our claim on the host is gone or too close to expiry for a whole fetch:
-            # whoever holds it next fetches this URL.
-            return Deferral(lease, self.store.now())
-        ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
-        if ended is not None:  # a dead host: this task ends like the rest of its tasks
-            return await self.plugin_step.for_root(lease, None, ended)
-        paused_until = self.limiter.paused_until(lease.host)
-        if paused_until > self.store.now() + DEFER_AFTER_SECONDS:
-            return Deferral(lease, paused_until)
-        if self.robots is None:
-            return None
-        blocked = await self._robots_verdict(lease)
-        if blocked is None or isinstance(blocked, Deferral):
-            return blocked
-        if lease.depth == 0 and blocked.give_up:  # the whole site says no
-            await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
-        if self.plugin_step.on and lease.depth == 0:  # plugins may say why
-            blocked = await self.plugin_step.run(lease, None, blocked, [])
-        return blocked
 
     async def _answered(
         self, lease: Lease, result: FetchResult, revalidated: Revalidated

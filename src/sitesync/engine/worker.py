@@ -40,12 +40,13 @@ from collections.abc import Awaitable
 
 from sitesync import logs
 from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.deferral import Deferral
 from sitesync.engine.ending import Ending, StatusWatcher, WorkerExit
 from sitesync.engine.feeder import LeaseFeeder
 from sitesync.engine.hoststate import HostStateSync
 from sitesync.engine.liveness import this_process
 from sitesync.engine.options import WorkerOptions
-from sitesync.engine.page import Deferral, PageAttempts
+from sitesync.engine.page import PageAttempts
 from sitesync.engine.pluginstep import ArtifactProcessor
 from sitesync.engine.reporter import ReportBatcher, WorkerStats, one_line
 from sitesync.engine.seeding import SitemapReader, seed_run
