@@ -13,9 +13,10 @@ from dataclasses import replace
 
 from sitesync.engine.beforefetch import BeforeFetch
 from sitesync.engine.claims import ClaimKeeper
-from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
+from sitesync.engine.deadhosts import DeadHosts
 from sitesync.engine.deferral import Deferral
 from sitesync.engine.hops import HopFetcher
+from sitesync.engine.hostsignals import HostSignals
 from sitesync.engine.pageread import PageReader, describe, parse_timeout_report
 from sitesync.engine.pageturns import Halted, PageTurns
 from sitesync.engine.pluginstep import ArtifactProcessor, PluginStep
@@ -78,7 +79,7 @@ class PageAttempts:
         self.reader = PageReader(frontier=frontier, max_links=max_links,
                                  max_parse_bytes=max_parse_bytes,
                                  decode_all=plugins is not None)  # fmt: skip
-        self.dead_hosts, self.sitemaps = dead_hosts, sitemaps
+        self.sitemaps = sitemaps
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
         self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
@@ -86,6 +87,10 @@ class PageAttempts:
         self.before = BeforeFetch(
             store=store, claims=claims, gate=gate, turns=self.turns, waits=self.waits,
             plugin_step=self.plugin_step, dead_hosts=dead_hosts, sitemap_dates=self.sitemap_dates,
+        )  # fmt: skip
+        self.signals = HostSignals(
+            store=store, limiter=self.limiter, dead_hosts=dead_hosts,
+            plugin_step=self.plugin_step, max_retry_after=max_retry_after,
         )  # fmt: skip
 
     def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:
@@ -124,22 +129,9 @@ class PageAttempts:
         if before is not None:
             return before
         result, requested_at, revalidated = await self.hops.fetch(lease)
-        if self.dead_hosts is not None:
-            if host_failure(result):
-                handled = await self.dead_hosts.failed(
-                    lease, HostStatus.UNREACHABLE, describe(result)
-                )
-                if isinstance(handled, float):
-                    return Deferral(lease, handled)
-                if handled is not None:
-                    return await self.plugin_step.for_root(lease, result, handled)
-            elif result.status > 0:
-                await self.dead_hosts.answered(lease)
-        if result.retry_after is not None:
-            until = self.store.now() + min(result.retry_after, self.waits.max_retry_after)
-            self.limiter.pause(lease.host, until)
-            # Stored, so the next holder of this host honours it too.
-            await self.store.save_host_pause(lease.host, until=until)
+        heard = await self.signals.heard(lease, result)
+        if heard is not None:
+            return heard
         if lease.depth == 0 and result.redirects:
             await self.hops.record_root_redirect(lease, result)
         report = await self._answered(lease, result, revalidated)
@@ -189,34 +181,6 @@ class PageAttempts:
             timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
             report = await self.plugin_step.run(lease, timed_out, report, [])
         return report
-
-    async def _robots_verdict(self, lease: Lease) -> TaskReport | Deferral | None:
-        assert self.robots is not None
-        origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
-        verdict = await self.robots.check(
-            lease.url, origin, gate=lambda: self.turns.turn(lease.host, lease)
-        )
-        self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
-        if verdict.allowed:
-            return None
-        error = f"blocked: {verdict.reason}"
-        if verdict.retry_at is not None and self.dead_hosts is not None:
-            # robots.txt unavailable: a re-check of the host soon, or the host is dead.
-            refused = verdict.status == 0 and no_connection(verdict.reason)
-            dead = HostStatus.UNREACHABLE if refused else HostStatus.BLOCKED
-            handled = await self.dead_hosts.failed(lease, dead, error)
-            if isinstance(handled, float):
-                return Deferral(lease, handled)
-            if handled is not None:
-                return handled
-        if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
-            delay = max(
-                verdict.retry_at - self.store.now(), self.waits.policy.delay(lease.attempt_count)
-            )
-            return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,
-                              outcome=FetchOutcome.BLOCKED)  # fmt: skip
-        return TaskReport(lease=lease, ok=False, error=error, give_up=True,
-                          outcome=FetchOutcome.BLOCKED)  # fmt: skip
 
     async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
         if lease.depth != 0 or not report.ok or self.sitemaps is None:
