@@ -19,7 +19,7 @@ from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.redirects import Refusal, walk
 from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
-from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
+from sitesync.models import EarlierFetch, Lease, Validators
 from sitesync.store.base import Store
 from sitesync.urls import origin_of, resolve_link, same_site, url_host
 
@@ -144,12 +144,3 @@ class HopFetcher:
         if same_site(lease.host, canonical) or self.follow_offsite_seed_redirects:
             run = await self.store.extend_scope(lease.run_id, [canonical])
             self.frontier.refresh(run)
-
-    def hand_over_target(self, lease: Lease, result: FetchResult, report: TaskReport) -> TaskReport:
-        """A redirect target not followed becomes a task of its own if it is in scope: its
-        host's claim holder fetches it (this worker only requests hosts it holds)."""
-        target = resolve_link(result.url, result.redirects[-1].to_url)
-        if target is None:
-            return report
-        found = self.frontier.candidates([target], depth=lease.depth)
-        return replace(report, discovered=(*report.discovered, *found)) if found else report

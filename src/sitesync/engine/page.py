@@ -6,8 +6,6 @@ host asked us to back off before we even tried), never in an exception.
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -17,24 +15,22 @@ from sitesync.engine.deadhosts import DeadHosts
 from sitesync.engine.deferral import Deferral
 from sitesync.engine.hops import HopFetcher
 from sitesync.engine.hostsignals import HostSignals
-from sitesync.engine.pageread import PageReader, describe, parse_timeout_report
+from sitesync.engine.pageanswers import PageAnswers
+from sitesync.engine.pageread import PageReader
 from sitesync.engine.pageturns import Halted, PageTurns
 from sitesync.engine.pluginstep import ArtifactProcessor, PluginStep
 from sitesync.engine.retrywait import RetryWaits
-from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
+from sitesync.engine.revalidation import Revalidation
 from sitesync.engine.seeding import SitemapReader
 from sitesync.engine.sitemapdates import SitemapDates
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
-from sitesync.fetch.decode import Undecodable, declared_charset
+from sitesync.engine.sitemapstep import SitemapStep
+from sitesync.fetch.base import Fetcher
 from sitesync.fetch.gate import HostNotHeld, RequestGate
-from sitesync.fetch.text import safe_text
 from sitesync.frontier.frontier import Frontier
 from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import HostStatus, Lease, NewTask, TaskReport
-from sitesync.plugins.offloop import Abandoned, PageWork, ParseTimeout
+from sitesync.models import Lease, TaskReport
+from sitesync.plugins.offloop import Abandoned, PageWork
 from sitesync.store.base import Store
-
-log = logging.getLogger(__name__)
 
 
 def _never() -> bool:
@@ -79,7 +75,6 @@ class PageAttempts:
         self.reader = PageReader(frontier=frontier, max_links=max_links,
                                  max_parse_bytes=max_parse_bytes,
                                  decode_all=plugins is not None)  # fmt: skip
-        self.sitemaps = sitemaps
         revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
         self.revalidation = Revalidation(store, enabled=revalidates)
         self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
@@ -87,6 +82,14 @@ class PageAttempts:
         self.before = BeforeFetch(
             store=store, claims=claims, gate=gate, turns=self.turns, waits=self.waits,
             plugin_step=self.plugin_step, dead_hosts=dead_hosts, sitemap_dates=self.sitemap_dates,
+        )  # fmt: skip
+        self.sitemap_step = SitemapStep(
+            sitemaps, frontier=frontier, dates=self.sitemap_dates, work=self.work
+        )
+        self.answers = PageAnswers(
+            store=store, frontier=frontier, reader=self.reader, work=self.work,
+            waits=self.waits, revalidation=self.revalidation, plugin_step=self.plugin_step,
+            sitemap_step=self.sitemap_step,
         )  # fmt: skip
         self.signals = HostSignals(
             store=store, limiter=self.limiter, dead_hosts=dead_hosts,
@@ -134,109 +137,5 @@ class PageAttempts:
             return heard
         if lease.depth == 0 and result.redirects:
             await self.hops.record_root_redirect(lease, result)
-        report = await self._answered(lease, result, revalidated)
+        report = await self.answers.report(lease, result, revalidated)
         return await self.waits.no_shorter(report, requested_at)
-
-    async def _answered(
-        self, lease: Lease, result: FetchResult, revalidated: Revalidated
-    ) -> TaskReport:
-        """The report of a fetch that got this far: links, sitemaps, plugins (none for a
-        304 the store stands for: its records are seen again, its links admitted again)."""
-        if revalidated.earlier is not None:
-            earlier = revalidated.earlier
-            found = self.frontier.candidates(
-                earlier.links, depth=lease.depth + 1, found_from=lease.task_id
-            )
-            report = unchanged_report(lease, result, earlier, found, revalidated.note)
-            return await self._add_sitemap_urls(lease, report)
-        budget = self.work.for_page(len(result.body))
-        try:
-            text, links, discovered = await budget.run(self.reader.read, lease, result)
-            report = self._report(lease, result, text, discovered, links)
-            if report.ok and revalidated.note:  # fetched in full, and why not conditionally
-                report = replace(report, error=report.error or revalidated.note)
-            if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
-                report = self.hops.hand_over_target(lease, result, report)
-            report = await self._add_sitemap_urls(lease, report)
-        except ParseTimeout as exc:
-            return await self._parse_timed_out(lease, result, exc)
-        if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
-            await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
-        # A root's failures too: the navigation sampler records that a site is unreachable.
-        if self.plugin_step.on and (report.ok or lease.depth == 0):
-            try:
-                report = await self.plugin_step.run(lease, result, report, links, text, budget)
-            except ParseTimeout as exc:
-                return await self._parse_timed_out(lease, result, exc)
-        return report
-
-    async def _parse_timed_out(
-        self, lease: Lease, result: FetchResult, exc: ParseTimeout
-    ) -> TaskReport:
-        """A page whose processing ran past its budget: fetched, not read (no links, no
-        records); the plugins see its outcome, so a root's navigation sample says why."""
-        log.warning("%s: %s", safe_text(lease.url), exc)
-        report = parse_timeout_report(lease, result, exc)
-        if self.plugin_step.on and lease.depth == 0:
-            timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
-            report = await self.plugin_step.run(lease, timed_out, report, [])
-        return report
-
-    async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
-        if lease.depth != 0 or not report.ok or self.sitemaps is None:
-            return report
-        urls, dates = await self.sitemaps.pages(lease.url)
-        if not urls:
-            return report
-        # Up to 100,000 URLs to scope: off the loop, like a large page's links.
-        budget = self.work.for_page(len(urls) * 16)
-        found = await budget.run(
-            functools.partial(self.frontier.candidates, urls, depth=lease.depth + 1)
-        )
-        # First: a page also linked keeps the sitemap's priority (the link is a duplicate).
-        found = await self.sitemap_dates.admitted(lease.run_id, found, dates)
-        return replace(report, discovered=(*found, *report.discovered))
-
-    def _report(
-        self,
-        lease: Lease,
-        result: FetchResult,
-        text: str | None,
-        discovered: tuple[NewTask, ...],
-        links: list[str],
-    ) -> TaskReport:
-        """The report of a fetch whose page was read (its ``text``, and the links in it in
-        scope: see :meth:`_read`)."""
-        # Built in one go on the common path (a page a report, and a report a few fields).
-        base = functools.partial(
-            TaskReport,
-            lease=lease,
-            http_status=result.status,
-            outcome=result.outcome,
-            final_url=result.final_url if result.final_url != lease.url else None,
-            redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
-        )
-        if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
-            return base(ok=True)
-        if result.retryable:
-            delay = self.waits.backoff(lease, result.retry_after)
-            return base(ok=False, error=describe(result), retry_delay=delay)
-        if result.status == 0:
-            # No response and nothing transient about it (redirect loop, bad URL, ...).
-            return base(ok=False, error=describe(result), give_up=True)
-        outcome = result.outcome
-        error = None if outcome is FetchOutcome.SUCCESS else describe(result)
-        if outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
-            # Recorded as what happened, not as a success: the links (almost always ASCII)
-            # are still followed, read with replacement characters.
-            charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
-            outcome = FetchOutcome.UNDECODABLE
-            error = f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}"
-        return base(
-            ok=True,
-            outcome=outcome,
-            bytes_fetched=len(result.body),
-            discovered=discovered,
-            error=error,
-            revisit=self.revalidation.full_fetch(result, links) if not error else None,
-        )
