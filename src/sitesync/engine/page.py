@@ -13,6 +13,7 @@ from sitesync.engine.beforefetch import BeforeFetch
 from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.deadhosts import DeadHosts
 from sitesync.engine.deferral import Deferral
+from sitesync.engine.hopchecks import HopChecks
 from sitesync.engine.hops import HopFetcher
 from sitesync.engine.hostsignals import HostSignals
 from sitesync.engine.pageanswers import PageAnswers
@@ -99,9 +100,11 @@ class PageAttempts:
     def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:
         """The page's requests, hop by hop, each in a turn of :attr:`turns` (the gate's)."""
         return HopFetcher(
-            store=self.store, fetcher=fetcher, frontier=self.frontier, claims=self.claims,
-            limiter=self.limiter, robots=self.robots, turn=self.turns.turn,
-            learn=self.turns.learn,
+            store=self.store, fetcher=fetcher, frontier=self.frontier, turns=self.turns,
+            checks=HopChecks(
+                frontier=self.frontier, claims=self.claims, gate=self.gate, turns=self.turns,
+                follow_offsite_seed_redirects=follow_offsite_seed_redirects,
+            ),
             revalidation=self.revalidation,
             follow_offsite_seed_redirects=follow_offsite_seed_redirects,
         )  # fmt: skip
