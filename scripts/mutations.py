@@ -37,7 +37,7 @@ MUTATIONS = {
     ),
     # No request starts once the worker knows of a pause.
     "pause-check": Mutation(
-        "src/sitesync/engine/page.py",
+        "src/sitesync/engine/pageturns.py",
         "    def _not_halted(self) -> None:\n        if self.halted():\n            raise Halted",
         "    def _not_halted(self) -> None:\n        if False:\n            raise Halted",
         ("tests/faults/test_pause_drain.py", "tests/faults/test_pause_and_recovery.py"),

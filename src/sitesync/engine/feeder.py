@@ -12,11 +12,11 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
+from sitesync.engine.beforefetch import DEFER_AFTER_SECONDS
 from sitesync.engine.claims import ClaimKeeper
 from sitesync.engine.dispatch import HostDispatcher
 from sitesync.engine.ending import Ending, WorkerExit
 from sitesync.engine.options import WorkerOptions
-from sitesync.engine.page import DEFER_AFTER_SECONDS
 from sitesync.engine.waits import wait_set
 from sitesync.fetch.politeness import HostLimiter
 from sitesync.models import Lease, RunStatus

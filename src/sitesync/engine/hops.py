@@ -1,30 +1,25 @@
 """Fetching a page one polite request per redirect hop.
 
-Each hop is a request of its own: it waits for its host's politeness slot, and its target
-must be in scope, on a host this worker may ask, and allowed by robots.txt before it is
-requested. A target that is not is recorded (the hop is on the chain) but never fetched.
+Each hop is a request of its own: it waits for its host's turn (engine/pageturns.py), and
+its target must pass the hop checks (engine/hopchecks.py: in scope, on a host this worker
+may ask, allowed by robots.txt) before it is requested. A target that does not is recorded
+(the hop is on the chain) but never fetched.
 A seed's redirects also say where its site lives (its canonical host and aliases).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
-from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.hopchecks import HopChecks
+from sitesync.engine.pageturns import PageTurns
 from sitesync.engine.revalidation import Revalidated, Revalidation
 from sitesync.fetch.base import Fetcher, FetchLimits, FetchOutcome, FetchResult, RedirectHop
-from sitesync.fetch.politeness import HostLimiter, Turn
 from sitesync.fetch.redirects import Refusal, walk
-from sitesync.fetch.robots import RobotsCache
 from sitesync.frontier.frontier import Frontier
-from sitesync.models import EarlierFetch, Lease, TaskReport, Validators
+from sitesync.models import EarlierFetch, Lease, Validators
 from sitesync.store.base import Store
-from sitesync.urls import origin_of, resolve_link, same_site, url_host
-
-#: The host's politeness slot for a request on behalf of a lease (see PageAttempts._turn).
-TurnFor = Callable[[str, Lease], AbstractAsyncContextManager[Turn]]
+from sitesync.urls import resolve_link, same_site, url_host
 
 
 class HopFetcher:
@@ -34,23 +29,17 @@ class HopFetcher:
         store: Store,
         fetcher: Fetcher,
         frontier: Frontier,
-        claims: ClaimKeeper,
-        limiter: HostLimiter,
-        robots: RobotsCache | None,
-        turn: TurnFor,
-        learn: Callable[[Turn, FetchResult], Awaitable[None]],
-        follow_offsite_seed_redirects: bool,
+        turns: PageTurns,
+        checks: HopChecks,
         revalidation: Revalidation,
+        follow_offsite_seed_redirects: bool,
     ) -> None:
-        self.store = store
+        self.store = store  # a seed's redirects say where its site lives: kept for the run
         self.revalidation = revalidation
         self.fetcher = fetcher
-        self.frontier = frontier
-        self.claims = claims
-        self.limiter = limiter
-        self.robots = robots
-        self.turn = turn
-        self.learn = learn  # the gate's: the host's pace learned from each answer
+        self.frontier = frontier  # a seed's site moved: the run's scope follows it
+        self.turns = turns  # each hop's request in its turn; the host's pace learned from it
+        self.checks = checks
         self.follow_offsite_seed_redirects = follow_offsite_seed_redirects
         self.max_redirects = getattr(fetcher, "limits", FetchLimits()).max_redirects
 
@@ -70,7 +59,7 @@ class HopFetcher:
         async def check(
             target: str, location: str, chain: tuple[RedirectHop, ...]
         ) -> Refusal | None:
-            return await self._hop_refusal(lease, target, location)
+            return await self.checks.refusal(lease, target, location)
 
         result = await walk(lease.url, request, check, max_redirects=self.max_redirects)
         assert requested_at is not None  # the walk sends at least its first request
@@ -95,40 +84,10 @@ class HopFetcher:
     async def _request(
         self, lease: Lease, url: str, validators: Validators | None
     ) -> tuple[FetchResult, float]:
-        async with self.turn(url_host(url), lease) as turn:
+        async with self.turns.turn(url_host(url), lease) as turn:
             result = await self.fetcher.fetch(url, validators=validators)
-        await self.learn(turn, result)
+        await self.turns.learn(turn, result)
         return result, turn.started
-
-    async def _hop_refusal(self, lease: Lease, target: str, location: str) -> Refusal | None:
-        """Why a page's hop to ``target`` (``location`` as sent) is not taken, or None."""
-        if not self._may_follow(lease, target):
-            return FetchOutcome.REDIRECT_NOT_FOLLOWED, f"redirect to {location} (out of scope)"
-        host = url_host(target)
-        if host != lease.host and not await self.claims.may_request(host):
-            # Another worker holds that host: only it sends the host requests.
-            why = f"redirect to {target} (its host is held by another worker: queued for it)"
-            return FetchOutcome.REDIRECT_NOT_FOLLOWED, why
-        if self.robots is None:
-            return None
-        verdict = await self.robots.check(
-            target, origin_of(target), gate=lambda: self.turn(host, lease)
-        )
-        self.limiter.honour_crawl_delay(host, verdict.crawl_delay)
-        if verdict.allowed:
-            return None
-        return FetchOutcome.BLOCKED, f"redirect to {target} not followed: {verdict.reason}"
-
-    def _may_follow(self, lease: Lease, target: str) -> bool:
-        host = url_host(target)
-        if lease.depth == 0:
-            # A seed's redirects within its site define it (http -> https, bare -> www);
-            # one to another site is recorded as its canonical host but not followed, unless
-            # the operator said so (the flag, or that domain in allowed_domains).
-            if self.follow_offsite_seed_redirects or same_site(lease.host, host):
-                return True
-            return self.frontier.scope.domain_allowed(host)
-        return self.frontier.scope.admits(target, host, lease.depth)
 
     async def record_root_redirect(self, lease: Lease, result: FetchResult) -> None:
         final = result.final_url or lease.url
@@ -144,12 +103,3 @@ class HopFetcher:
         if same_site(lease.host, canonical) or self.follow_offsite_seed_redirects:
             run = await self.store.extend_scope(lease.run_id, [canonical])
             self.frontier.refresh(run)
-
-    def hand_over_target(self, lease: Lease, result: FetchResult, report: TaskReport) -> TaskReport:
-        """A redirect target not followed becomes a task of its own if it is in scope: its
-        host's claim holder fetches it (this worker only requests hosts it holds)."""
-        target = resolve_link(result.url, result.redirects[-1].to_url)
-        if target is None:
-            return report
-        found = self.frontier.candidates([target], depth=lease.depth)
-        return replace(report, discovered=(*report.discovered, *found)) if found else report

@@ -1,4 +1,10 @@
-"""One attempt at one leased URL: robots.txt, politeness, fetch, and what to report.
+"""One attempt at one leased URL, read top to bottom in :meth:`PageAttempts._attempt`: what
+ends it before any request (:mod:`~sitesync.engine.beforefetch`), the page's requests hop by
+hop (:mod:`~sitesync.engine.hops`), what the answer says about its host
+(:mod:`~sitesync.engine.hostsignals`), and what the answer becomes
+(:mod:`~sitesync.engine.pageanswers`). Each step is a part of its own, holding only the
+few collaborators it uses; :func:`sitesync.engine.pageparts.page_attempts` puts them
+together.
 
 Everything a server can do ends in a :class:`TaskReport` (or a :class:`Deferral` when the
 host asked us to back off before we even tried), never in an exception.
@@ -6,119 +12,49 @@ host asked us to back off before we even tried), never in an exception.
 
 from __future__ import annotations
 
-import functools
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import replace
 
-from sitesync.engine.claims import ClaimKeeper
-from sitesync.engine.deadhosts import DeadHosts, host_failure, no_connection
+from sitesync.engine.beforefetch import BeforeFetch
+from sitesync.engine.deferral import Deferral
 from sitesync.engine.hops import HopFetcher
-from sitesync.engine.pageread import PageReader, artifact_of, describe, parse_timeout_report
+from sitesync.engine.hostsignals import HostSignals
+from sitesync.engine.pageanswers import PageAnswers
+from sitesync.engine.pageturns import Halted, PageTurns
 from sitesync.engine.retrywait import RetryWaits
-from sitesync.engine.revalidation import Revalidated, Revalidation, unchanged_report
-from sitesync.engine.seeding import SitemapReader
-from sitesync.engine.sitemapdates import SitemapDates
-from sitesync.fetch.base import Fetcher, FetchOutcome, FetchResult
-from sitesync.fetch.decode import Undecodable, declared_charset
-from sitesync.fetch.gate import GateTurn, HostNotHeld, RequestGate
-from sitesync.fetch.text import safe_text
-from sitesync.frontier.frontier import Frontier
-from sitesync.frontier.retry import RetryPolicy
-from sitesync.models import CrawlArtifact, HostStatus, Lease, NewTask, ProcessedArtifact, TaskReport
-from sitesync.plugins.offloop import Abandoned, PageBudget, PageWork, ParseTimeout
+from sitesync.fetch.gate import HostNotHeld
+from sitesync.models import Lease, TaskReport
+from sitesync.plugins.offloop import Abandoned
 from sitesync.store.base import Store
-
-log = logging.getLogger(__name__)
-
-#: A host paused for longer than this gets its tasks deferred rather than waited for.
-DEFER_AFTER_SECONDS = 1.0
-
-
-class ArtifactProcessor(Protocol):
-    """The plugin pipeline, as a page attempt sees it."""
-
-    async def process(
-        self, artifact: CrawlArtifact, *, tree: Any = None, budget: PageBudget | None = None
-    ) -> ProcessedArtifact:
-        """``tree``: the page as the link extraction parsed it, so it is parsed only once;
-        ``budget``: where the synchronous built-ins run (off the loop for a large page)."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Deferral:
-    """Give the lease back untried; the task is not eligible before ``until``."""
-
-    lease: Lease
-    until: float
-
-
-class Halted(Exception):
-    """The worker is leaving (the run was paused, stopped or cancelled): start nothing."""
-
-
-def _never() -> bool:
-    return False
 
 
 class PageAttempts:
+    """The steps of a page attempt, in the order they run, and the attempt's history row."""
+
     def __init__(
         self,
         *,
         store: Store,
-        claims: ClaimKeeper,
-        fetcher: Fetcher,
-        frontier: Frontier,
-        gate: RequestGate,
-        retry: RetryPolicy,
-        max_retry_after: float,
-        plugins: ArtifactProcessor | None = None,
-        halted: Callable[[], bool] = _never,
-        max_links: int | None = None,
-        max_parse_bytes: int | None = None,
-        dead_hosts: DeadHosts | None = None,
-        sitemaps: SitemapReader | None = None,
-        follow_offsite_seed_redirects: bool = False,
+        turns: PageTurns,
+        before: BeforeFetch,
+        hops: HopFetcher,
+        signals: HostSignals,
+        answers: PageAnswers,
+        waits: RetryWaits,
         worker_id: str | None = None,
-        work: PageWork | None = None,
-        conditional_requests: bool = True,
-        sitemap_skips_unchanged: bool = False,
     ) -> None:
+        self.store = store  # its clock: when an attempt started and ended
+        self.turns = turns  # every request's turn at the gate (the drain reads what is under way)
+        self.before = before
+        self.hops = hops
+        self.signals = signals
+        self.answers = answers
+        self.waits = waits  # a retry's wait never shorter than the last gap
         self.worker_id = worker_id
-        self.work = work or PageWork(budget=float("inf"))  # its CPU work's thread and budget
-        self.store = store
-        self.halted = halted
-        self.claims = claims
-        self.frontier = frontier
-        # Every request of the page path starts at the worker's one gate (fetch/gate.py).
-        self.gate = gate
-        self.limiter, self.robots = gate.limiter, gate.robots
-        self.waits = RetryWaits(store, retry, max_retry_after=max_retry_after)
-        self.plugins = plugins
-        self.max_links = max_links  # links admitted per page (plugins' included)
-        # What a page's CPU work is (decode, links, scoping), wherever it runs.
-        self.reader = PageReader(frontier=frontier, max_links=max_links,
-                                 max_parse_bytes=max_parse_bytes,
-                                 decode_all=plugins is not None)  # fmt: skip
-        self.dead_hosts, self.sitemaps = dead_hosts, sitemaps
-        #: Tasks a request has started for (a turn taken past the pause check), until the
-        #: worker hands in their outcome: a pause waits for these, and only these.
-        self.under_way: set[int] = set()
-        revalidates = conditional_requests and getattr(fetcher, "revalidates", True)
-        self.revalidation = Revalidation(store, enabled=revalidates)
-        self.sitemap_dates = SitemapDates(store, frontier, revalidates, sitemap_skips_unchanged)
-        self.hops = self._hop_fetcher(fetcher, follow_offsite_seed_redirects)
 
-    def _hop_fetcher(self, fetcher: Fetcher, follow_offsite_seed_redirects: bool) -> HopFetcher:
-        """The page's requests, hop by hop, each through :meth:`_turn` (the gate's)."""
-        return HopFetcher(
-            store=self.store, fetcher=fetcher, frontier=self.frontier, claims=self.claims,
-            limiter=self.limiter, robots=self.robots, turn=self._turn, learn=self.gate.learn,
-            revalidation=self.revalidation,
-            follow_offsite_seed_redirects=follow_offsite_seed_redirects,
-        )  # fmt: skip
+    @property
+    def under_way(self) -> set[int]:
+        """Tasks a request has started for: what the worker's pause waits for."""
+        return self.turns.under_way
 
     async def attempt(self, lease: Lease) -> TaskReport | Deferral:
         started = self.store.now()
@@ -137,243 +73,14 @@ class PageAttempts:
         )
 
     async def _attempt(self, lease: Lease) -> TaskReport | Deferral:
-        before = await self._before_fetch(lease) or await self.sitemap_dates.skipped(lease)
+        before = await self.before.ended(lease)
         if before is not None:
             return before
         result, requested_at, revalidated = await self.hops.fetch(lease)
-        if self.dead_hosts is not None:
-            if host_failure(result):
-                handled = await self.dead_hosts.failed(
-                    lease, HostStatus.UNREACHABLE, describe(result)
-                )
-                if isinstance(handled, float):
-                    return Deferral(lease, handled)
-                if handled is not None:
-                    return await self._root_plugins(lease, result, handled)
-            elif result.status > 0:
-                await self.dead_hosts.answered(lease)
-        if result.retry_after is not None:
-            until = self.store.now() + min(result.retry_after, self.waits.max_retry_after)
-            self.limiter.pause(lease.host, until)
-            # Stored, so the next holder of this host honours it too.
-            await self.store.save_host_pause(lease.host, until=until)
+        heard = await self.signals.heard(lease, result)
+        if heard is not None:
+            return heard
         if lease.depth == 0 and result.redirects:
             await self.hops.record_root_redirect(lease, result)
-        report = await self._answered(lease, result, revalidated)
+        report = await self.answers.report(lease, result, revalidated)
         return await self.waits.no_shorter(report, requested_at)
-
-    async def _before_fetch(self, lease: Lease) -> TaskReport | Deferral | None:
-        """What ends the attempt before any request for the page (None: fetch it)."""
-        if self.halted():
-            raise Halted
-        if not self.claims.holds(lease.host):
-            # Our claim on the host is gone or too close to expiry for a whole fetch:
-            # whoever holds it next fetches this URL.
-            return Deferral(lease, self.store.now())
-        ended = self.dead_hosts.ended(lease) if self.dead_hosts is not None else None
-        if ended is not None:  # a dead host: this task ends like the rest of its tasks
-            return await self._root_plugins(lease, None, ended)
-        paused_until = self.limiter.paused_until(lease.host)
-        if paused_until > self.store.now() + DEFER_AFTER_SECONDS:
-            return Deferral(lease, paused_until)
-        if self.robots is None:
-            return None
-        blocked = await self._robots_verdict(lease)
-        if blocked is None or isinstance(blocked, Deferral):
-            return blocked
-        if lease.depth == 0 and blocked.give_up:  # the whole site says no
-            await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
-        if self.plugins is not None and lease.depth == 0:  # plugins may say why
-            blocked = await self._run_plugins(lease, None, blocked, [])
-        return blocked
-
-    async def _answered(
-        self, lease: Lease, result: FetchResult, revalidated: Revalidated
-    ) -> TaskReport:
-        """The report of a fetch that got this far: links, sitemaps, plugins (none for a
-        304 the store stands for: its records are seen again, its links admitted again)."""
-        if revalidated.earlier is not None:
-            earlier = revalidated.earlier
-            found = self.frontier.candidates(
-                earlier.links, depth=lease.depth + 1, found_from=lease.task_id
-            )
-            report = unchanged_report(lease, result, earlier, found, revalidated.note)
-            return await self._add_sitemap_urls(lease, report)
-        budget = self.work.for_page(len(result.body))
-        try:
-            text, links, discovered = await budget.run(self.reader.read, lease, result)
-            report = self._report(lease, result, text, discovered, links)
-            if report.ok and revalidated.note:  # fetched in full, and why not conditionally
-                report = replace(report, error=report.error or revalidated.note)
-            if result.outcome is FetchOutcome.REDIRECT_NOT_FOLLOWED and report.ok:
-                report = self.hops.hand_over_target(lease, result, report)
-            report = await self._add_sitemap_urls(lease, report)
-        except ParseTimeout as exc:
-            return await self._parse_timed_out(lease, result, exc)
-        if lease.depth == 0 and report.outcome is FetchOutcome.BLOCKED:
-            await self.store.set_host_status(lease.run_id, lease.host, HostStatus.BLOCKED)
-        # A root's failures too: the navigation sampler records that a site is unreachable.
-        if self.plugins is not None and (report.ok or lease.depth == 0):
-            try:
-                report = await self._run_plugins(lease, result, report, links, text, budget)
-            except ParseTimeout as exc:
-                return await self._parse_timed_out(lease, result, exc)
-        return report
-
-    async def _parse_timed_out(
-        self, lease: Lease, result: FetchResult, exc: ParseTimeout
-    ) -> TaskReport:
-        """A page whose processing ran past its budget: fetched, not read (no links, no
-        records); the plugins see its outcome, so a root's navigation sample says why."""
-        log.warning("%s: %s", safe_text(lease.url), exc)
-        report = parse_timeout_report(lease, result, exc)
-        if self.plugins is not None and lease.depth == 0:
-            timed_out = replace(result, outcome=FetchOutcome.PARSE_TIMEOUT)
-            report = await self._run_plugins(lease, timed_out, report, [])
-        return report
-
-    async def _root_plugins(
-        self, lease: Lease, result: FetchResult | None, report: TaskReport
-    ) -> TaskReport:
-        """Plugins see a root that failed for good too (the navigation sampler records it)."""
-        if self.plugins is None or lease.depth != 0:
-            return report
-        return await self._run_plugins(lease, result, report, [])
-
-    async def _run_plugins(
-        self,
-        lease: Lease,
-        result: FetchResult | None,
-        report: TaskReport,
-        links: list[str],
-        text: str | None = None,
-        budget: PageBudget | None = None,
-    ) -> TaskReport:
-        """Plugins see every answered fetch; what they make is committed with the report."""
-        assert self.plugins is not None
-        if result is None:  # robots.txt (or a dead host) kept us from asking
-            outcome = report.outcome or FetchOutcome.BLOCKED
-            result = FetchResult(url=lease.url, outcome=outcome, error=report.error)
-        artifact = artifact_of(lease, result, report, links, text)
-        tree = getattr(links, "tree", None)
-        if budget is None or budget.inline:  # a small page: every plugin on the loop
-            produced = await self.plugins.process(artifact, tree=tree)
-        else:
-            produced = await self.plugins.process(artifact, tree=tree, budget=budget)
-        discovered = report.discovered
-        room = len(produced.links) if self.max_links is None else self.max_links - len(links)
-        if produced.links and room > 0:
-            extra = self.frontier.candidates(
-                produced.links[:room], depth=lease.depth + 1, found_from=lease.task_id
-            )
-            discovered = (*discovered, *extra)
-        errors = "; ".join(produced.errors)
-        revisit = report.revisit
-        if revisit is not None and produced.links and room > 0:  # the next scan's too
-            revisit = replace(revisit, links=(*revisit.links, *produced.links[:room]))
-        return replace(
-            report,
-            records=produced.records,
-            revisit=revisit,
-            discovered=discovered,
-            error=report.error if not errors else f"{report.error or 'plugins'}: {errors}",
-        )
-
-    async def _robots_verdict(self, lease: Lease) -> TaskReport | Deferral | None:
-        assert self.robots is not None
-        origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
-        verdict = await self.robots.check(
-            lease.url, origin, gate=lambda: self._turn(lease.host, lease)
-        )
-        self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
-        if verdict.allowed:
-            return None
-        error = f"blocked: {verdict.reason}"
-        if verdict.retry_at is not None and self.dead_hosts is not None:
-            # robots.txt unavailable: a re-check of the host soon, or the host is dead.
-            refused = verdict.status == 0 and no_connection(verdict.reason)
-            dead = HostStatus.UNREACHABLE if refused else HostStatus.BLOCKED
-            handled = await self.dead_hosts.failed(lease, dead, error)
-            if isinstance(handled, float):
-                return Deferral(lease, handled)
-            if handled is not None:
-                return handled
-        if verdict.retry_at is not None:  # robots.txt unreachable: not a verdict on the URL
-            delay = max(
-                verdict.retry_at - self.store.now(), self.waits.policy.delay(lease.attempt_count)
-            )
-            return TaskReport(lease=lease, ok=False, error=error, retry_delay=delay,
-                              outcome=FetchOutcome.BLOCKED)  # fmt: skip
-        return TaskReport(lease=lease, ok=False, error=error, give_up=True,
-                          outcome=FetchOutcome.BLOCKED)  # fmt: skip
-
-    def _turn(self, host: str, lease: Lease) -> GateTurn:
-        """The host's turn for a request on behalf of ``lease``: the gate's slot and claim,
-        and with the slot in hand no request after a pause (the wait for a turn can outlast
-        one by a whole delay); counted as under way once the claim is confirmed."""
-        return self.gate.turn(
-            host, before=self._not_halted, after=lambda: self.under_way.add(lease.task_id)
-        )
-
-    def _not_halted(self) -> None:
-        if self.halted():
-            raise Halted
-
-    async def _add_sitemap_urls(self, lease: Lease, report: TaskReport) -> TaskReport:
-        if lease.depth != 0 or not report.ok or self.sitemaps is None:
-            return report
-        urls, dates = await self.sitemaps.pages(lease.url)
-        if not urls:
-            return report
-        # Up to 100,000 URLs to scope: off the loop, like a large page's links.
-        budget = self.work.for_page(len(urls) * 16)
-        found = await budget.run(
-            functools.partial(self.frontier.candidates, urls, depth=lease.depth + 1)
-        )
-        # First: a page also linked keeps the sitemap's priority (the link is a duplicate).
-        found = await self.sitemap_dates.admitted(lease.run_id, found, dates)
-        return replace(report, discovered=(*found, *report.discovered))
-
-    def _report(
-        self,
-        lease: Lease,
-        result: FetchResult,
-        text: str | None,
-        discovered: tuple[NewTask, ...],
-        links: list[str],
-    ) -> TaskReport:
-        """The report of a fetch whose page was read (its ``text``, and the links in it in
-        scope: see :meth:`_read`)."""
-        # Built in one go on the common path (a page a report, and a report a few fields).
-        base = functools.partial(
-            TaskReport,
-            lease=lease,
-            http_status=result.status,
-            outcome=result.outcome,
-            final_url=result.final_url if result.final_url != lease.url else None,
-            redirects=tuple((h.from_url, h.to_url, h.status) for h in result.redirects),
-        )
-        if result.outcome is FetchOutcome.NOT_FETCHED:  # a dry run: done, nothing asked
-            return base(ok=True)
-        if result.retryable:
-            delay = self.waits.backoff(lease, result.retry_after)
-            return base(ok=False, error=describe(result), retry_delay=delay)
-        if result.status == 0:
-            # No response and nothing transient about it (redirect loop, bad URL, ...).
-            return base(ok=False, error=describe(result), give_up=True)
-        outcome = result.outcome
-        error = None if outcome is FetchOutcome.SUCCESS else describe(result)
-        if outcome is FetchOutcome.SUCCESS and isinstance(text, Undecodable):
-            # Recorded as what happened, not as a success: the links (almost always ASCII)
-            # are still followed, read with replacement characters.
-            charset = declared_charset(result.headers.get("content-type", "")) or "utf-8"
-            outcome = FetchOutcome.UNDECODABLE
-            error = f"{FetchOutcome.UNDECODABLE.value}: body is not valid {charset}"
-        return base(
-            ok=True,
-            outcome=outcome,
-            bytes_fetched=len(result.body),
-            discovered=discovered,
-            error=error,
-            revisit=self.revalidation.full_fetch(result, links) if not error else None,
-        )

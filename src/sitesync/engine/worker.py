@@ -7,7 +7,8 @@ run them, kept by name:
   leases in hand, acquiring in batches and skipping hosts it already holds enough of;
   notices when the run has drained.
 - ``fetch-N``: ``concurrency`` slots, each fetching one lease at a time under the host
-  limiter (:class:`~sitesync.engine.page.PageAttempts`).
+  limiter (:class:`~sitesync.engine.page.PageAttempts`, its parts put together by
+  :mod:`~sitesync.engine.pageparts`).
 - ``report`` (:class:`~sitesync.engine.reporter.ReportBatcher`): commits finished attempts
   in batches (one transaction per batch), so durability costs one commit per batch
   instead of one per page.
@@ -40,14 +41,17 @@ from collections.abc import Awaitable
 
 from sitesync import logs
 from sitesync.engine.claims import ClaimKeeper
+from sitesync.engine.deferral import Deferral
 from sitesync.engine.ending import Ending, StatusWatcher, WorkerExit
 from sitesync.engine.feeder import LeaseFeeder
 from sitesync.engine.hoststate import HostStateSync
 from sitesync.engine.liveness import this_process
 from sitesync.engine.options import WorkerOptions
-from sitesync.engine.page import ArtifactProcessor, Deferral, PageAttempts
+from sitesync.engine.page import PageAttempts
+from sitesync.engine.pageparts import page_attempts, page_revalidation
+from sitesync.engine.pluginstep import ArtifactProcessor
 from sitesync.engine.reporter import ReportBatcher, WorkerStats, one_line
-from sitesync.engine.seeding import SitemapReader, seed_run
+from sitesync.engine.seeding import seed_run
 from sitesync.engine.upkeep import Upkeep
 from sitesync.engine.waits import cancel_and_wait, wait_set
 from sitesync.engine.wiring import live_pace
@@ -104,6 +108,7 @@ class CrawlWorker:
         # A large page's CPU work runs off the loop, within parse_timeout
         # (sitesync.plugins.offloop); a worker on its way out waits for none of it.
         self._page_work = PageWork(budget=options.parse_timeout, leaving=self._ending.done)
+        self._revalidation = page_revalidation(store, fetcher, options)  # feeder: on_leased
         self._attempts = self._page_attempts(plugins)
         self._feeder, self._reporter = self._lease_flow()
         self._upkeep = Upkeep(
@@ -111,7 +116,7 @@ class CrawlWorker:
             options=options, claims=self.claims, on_hosts_changed=self._feeder.wake,
         )  # fmt: skip
         self._feeder.on_surplus_drained = self._upkeep.look_now
-        self._feeder.on_leased = self._attempts.revalidation.prefetch
+        self._feeder.on_leased = self._revalidation.prefetch
         self._status = StatusWatcher(
             store, run=run, frontier=self.frontier, poll=options.status_poll,
             ending=self._ending, on_settings=self._retune,
@@ -167,37 +172,13 @@ class CrawlWorker:
         return feeder, reporter
 
     def _page_attempts(self, plugins: ArtifactProcessor | None) -> PageAttempts:
-        options = self.options
-        sitemaps: SitemapReader | None = SitemapReader(
-            client=self.polite_client,
-            limiter=self._limiter,
-            robots=self._hosts.robots,
-            scope=lambda: self.frontier.scope,
-            max_bytes=options.sitemap_max_bytes,
-            work=self._page_work,
-        )
-        if not options.sitemaps:
-            sitemaps = None
-        return PageAttempts(
-            store=self.store,
-            claims=self.claims,
-            fetcher=self.fetcher,
-            frontier=self.frontier,
-            gate=self._gate,
-            retry=options.retry,
-            max_retry_after=options.max_retry_after,
-            plugins=plugins,
-            halted=self._ending.leaving,
-            max_links=options.max_links_per_page,
-            max_parse_bytes=options.max_parse_bytes,
-            dead_hosts=self._hosts.dead_hosts,
-            sitemaps=sitemaps,
-            follow_offsite_seed_redirects=options.follow_offsite_seed_redirects,
-            conditional_requests=options.conditional_requests,
-            sitemap_skips_unchanged=options.sitemap_skips_unchanged,
-            worker_id=self.worker_id,
-            work=self._page_work,
-        )
+        """One attempt at one leased URL, its parts put together by engine/pageparts.py."""
+        return page_attempts(
+            store=self.store, frontier=self.frontier, claims=self.claims, gate=self._gate,
+            fetcher=self.fetcher, client=self.polite_client, revalidation=self._revalidation,
+            plugins=plugins, dead_hosts=self._hosts.dead_hosts, work=self._page_work,
+            halted=self._ending.leaving, worker_id=self.worker_id, options=self.options,
+        )  # fmt: skip
 
     def _retune(self, run: Run) -> None:
         """The run's politeness changed (``sitesync settings RUN --set``): every host is

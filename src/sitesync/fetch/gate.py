@@ -3,10 +3,11 @@
 In order: no other worker holds the host's claim; robots.txt allows the URL; the host's
 politeness slot (its concurrency, spacing, Crawl-delay, Retry-After); the claim confirmed
 once the slot is in hand (it may have been let go while the request waited); and, from the
-answer, the host's pace learned and kept for the fleet. Pages (sitesync.engine.page and
-hops), sitemaps and plugins' downloads (sitesync.fetch.polite) and the browser's
-subresources (sitesync.fetch.browser_gate, through the polite client) all start here; the
-redirect walker (sitesync.fetch.redirects) sends each hop through it again.
+answer, the host's pace learned and kept for the fleet. Pages (each request of a page
+attempt in its turn, sitesync.engine.pageturns), sitemaps and plugins' downloads
+(sitesync.fetch.polite) and the browser's subresources (sitesync.fetch.browser_gate,
+through the polite client) all start here; the redirect walker (sitesync.fetch.redirects)
+sends each hop through it again.
 """
 
 from __future__ import annotations

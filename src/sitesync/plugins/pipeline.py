@@ -71,7 +71,7 @@ class RunPlugin:
 
 
 class PluginPipeline:
-    """Runs a run's plugins on each artifact; implements ``runs.page.ArtifactProcessor``."""
+    """Runs a run's plugins on each artifact; implements ``engine.pluginstep.ArtifactProcessor``."""
 
     def __init__(
         self,
