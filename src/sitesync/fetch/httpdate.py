@@ -10,7 +10,7 @@ spacing, numeric zones) goes to the standard library, so what is accepted is unc
 from __future__ import annotations
 
 import email.utils
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _MONTHS = {
     name: number
@@ -48,9 +48,7 @@ def _imf_fixdate(parts: list[str]) -> float | None:
     if clock[2] != ":" or clock[5] != ":" or not all(f.isascii() and f.isdigit() for f in fields):
         return None
     try:
-        when = datetime(
-            int(year), month, int(day), int(hour), int(minute), int(second), tzinfo=timezone.utc
-        )
+        when = datetime(int(year), month, int(day), int(hour), int(minute), int(second), tzinfo=UTC)
     except ValueError:  # 31 Feb, 25:00: no such time
         return None
     return when.timestamp()
