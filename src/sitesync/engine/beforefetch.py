@@ -16,6 +16,7 @@ from sitesync.fetch.base import FetchOutcome
 from sitesync.fetch.gate import RequestGate
 from sitesync.models import HostStatus, Lease, TaskReport
 from sitesync.store.base import Store
+from sitesync.urls import origin_of
 
 #: A host paused for longer than this gets its tasks deferred rather than waited for.
 DEFER_AFTER_SECONDS = 1.0
@@ -72,9 +73,8 @@ class BeforeFetch:
 
     async def _robots_verdict(self, lease: Lease) -> TaskReport | Deferral | None:
         assert self.robots is not None
-        origin = lease.url[: lease.url.index("/", lease.url.index("//") + 2)]
         verdict = await self.robots.check(
-            lease.url, origin, gate=lambda: self.turns.turn(lease.host, lease)
+            lease.url, origin_of(lease.url), gate=lambda: self.turns.turn(lease.host, lease)
         )
         self.limiter.honour_crawl_delay(lease.host, verdict.crawl_delay)
         if verdict.allowed:
