@@ -246,21 +246,25 @@ def test_workers_joining_one_by_one_each_get_their_share(db_url: str) -> None:
     """The first worker holds every host; two more join, the second once the first joiner
     has its share (three hosts each). The last one must get hosts too: whoever holds more
     than the new share lets the extra ones go."""
-    # 120 pages a host, 0.1 s each: the hosts outlast the joiners' start-up by seconds
-    # (200 only made the crawl after the last join longer)
-    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=120, delay=0.1)).start()
+    # The site stays slow (0.3 s an answer, 240 pages a host: about a minute of work for two
+    # workers) until the last joiner has fetched, then goes fast. A fixed pace raced the
+    # joiner's start-up: on a loaded CI machine the hosts ran dry before it was in. Slow
+    # from the first answer, so the hosts' learned latency never rises (no back-off).
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=240, delay=0.3)).start()
     workers: list[subprocess.Popen[str]] = []
     try:
         workers = start_workers(db_url, site, 2)
         wait_for_requests_from(site, 2)
         wait_for_shares(db_url, [3, 3])  # the first two settle at three hosts each
         workers.append(new_worker(db_url))
+        wait_for_requests_from(site, 3, timeout=60)  # the last joiner fetched too
+        site.set_delay(0.01)
         for proc in workers:
             _, err = communicate(proc, timeout=90)
             assert proc.returncode == 0, err
         assert_exact(db_url, site)
         records = site.requests
-        assert len({r.worker for r in records}) == 3  # the last joiner fetched too
+        assert len({r.worker for r in records}) == 3
         assert overlaps_between_workers(records) == []
     finally:
         for proc in workers:

@@ -54,6 +54,7 @@ class LoopbackSite:
         self._handlers: dict[str, Handler] = {}
         self._pages: Pages | None = None
         self._validating = Validating(self.spec)
+        self._delay = self.spec.delay  # the spec's, until set_delay
         self._served = 0
         self._in_flight = 0  # requests received and not yet answered
         self._status_counts: collections.Counter[int] = collections.Counter()
@@ -93,6 +94,15 @@ class LoopbackSite:
             path = remove_dot_segments(rec.path.split("?", 1)[0])
             counts[f"http://{rec.host.lower()}{path}"] += 1
         return counts
+
+    def set_delay(self, seconds: float) -> None:
+        """Hold every response back ``seconds`` from now on (the spec's ``delay`` until then).
+
+        A test that must not race a process's start-up keeps the site slow until that
+        process is in, then lets the rest of the crawl go fast."""
+        if seconds < 0:
+            raise ValueError("delay must not be negative")
+        self._delay = seconds
 
     def set_handler(self, path: str, handler: Handler) -> None:
         """Serve ``path`` (exact match, query ignored) on every host with ``handler``."""
@@ -261,8 +271,8 @@ class LoopbackSite:
         return f"{sockname[0]}:{sockname[1]}" if sockname else ""
 
     async def _respond(self, request: web.Request) -> web.StreamResponse:
-        if self.spec.delay:
-            await asyncio.sleep(self.spec.delay)
+        if self._delay:
+            await asyncio.sleep(self._delay)
         path = request.path
         custom = self._handlers.get(path)
         if custom is not None:
