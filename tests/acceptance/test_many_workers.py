@@ -141,12 +141,15 @@ async def _assert_outcomes_exact(store: Store) -> None:
 
 def test_four_workers_share_a_run_without_sharing_a_host(db_url: str) -> None:
     # 8 hosts: an even share is 2 each, so all four get hosts (with 6, shares of 2 would
-    # leave the last joiner none, by design); 120 pages a host keep the first worker busy
-    # long after the last joiner is up (with 70, a fresh-clone CI run under load ended
-    # before the fourth worker got a host)
-    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=120, delay=0.05)).start()
+    # leave the last joiner none, by design). The site stays slow (0.3 s an answer) until
+    # all four have fetched, then goes fast: a fixed pace raced the joiners' start-up (with
+    # 70 pages a host at 0.05 s, a fresh-clone CI run under load ended before the fourth
+    # worker got a host)
+    site = LoopbackSite(SiteSpec(hosts=8, pages_per_host=120, delay=0.3)).start()
     try:
         workers = start_workers(db_url, site, 4)
+        wait_for_requests_from(site, 4, timeout=60)
+        site.set_delay(0.01)
         for proc in workers:
             _, err = communicate(proc, timeout=90)
             assert proc.returncode == 0, err

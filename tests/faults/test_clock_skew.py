@@ -25,6 +25,7 @@ from tests.acceptance.test_many_workers import (
     concurrent_fetches_of_one_url,
     overlaps_between_workers,
     settings,
+    wait_for_requests_from,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -73,10 +74,10 @@ def test_faketime_really_shifts_a_processes_clock() -> None:
 def test_workers_with_clocks_minutes_apart_steal_no_lease_share_no_host_and_finish(
     db_url: str,
 ) -> None:
-    # 120 pages a host: at 0.1 s each (two at a time) a host lasts 6 s at the very least,
-    # long after the skewed workers have joined and taken their shares (200 only made the
-    # crawl longer, the same checks on more pages)
-    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=120, delay=0.1)).start()
+    # The site stays slow (0.3 s an answer, 120 pages a host) until all three workers have
+    # fetched, then goes fast: a fixed pace would race the skewed workers' start-up, and on
+    # a loaded machine the hosts could run dry before they are in
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=120, delay=0.3)).start()
     workers: list[subprocess.Popen[str]] = []
     try:
         started = time.monotonic()
@@ -85,6 +86,8 @@ def test_workers_with_clocks_minutes_apart_steal_no_lease_share_no_host_and_fini
         )
         wait_for_progress(db_url, 1)
         workers += [skewed_worker(db_url, skew) for skew in SKEWS]
+        wait_for_requests_from(site, 3, timeout=60)
+        site.set_delay(0.01)
         errs = []
         for proc in workers:
             _, err = communicate(proc, timeout=150)
@@ -109,7 +112,7 @@ def test_workers_with_clocks_minutes_apart_steal_no_lease_share_no_host_and_fini
         assert any(crawl_id in r.worker for r in records)
         assert len({r.worker for r in records}) == 3, "\n---\n".join(errs)
         assert_host_counters_exact(db_url)
-        # no stall: 720 pages at 0.1 s each over 6 hosts is 6-20 s of work; a worker
+        # no stall: the slow start and 720 pages fast are seconds of work; a worker
         # that thought its claims expired (or held dead ones) would wait out claims
         assert took < 90, f"took {took:.0f}s"
     finally:

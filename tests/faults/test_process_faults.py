@@ -151,8 +151,10 @@ def worker_state(db: str, pid: int) -> tuple[float | None, list[str]]:
 
 
 def test_sigterm_to_one_of_three_workers_and_the_run_goes_on(db_url: str) -> None:
-    # 6 hosts x 150 pages at 50 ms each, one at a time per host: 7 s or more of work
-    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=150, delay=0.05)).start()
+    # 6 hosts x 150 pages, one at a time per host. The site stays slow (0.3 s an answer:
+    # 45 s of work) until the leaver has left, then goes fast: a fixed pace would race the
+    # workers' start-up, and on a loaded machine the hosts could run dry before they are in
+    site = LoopbackSite(SiteSpec(hosts=6, pages_per_host=150, delay=0.3)).start()
     procs: list[Process] = []
     try:
         procs.append(Process("crawl", *site.root_urls, "--no-progress", db=db_url))
@@ -172,6 +174,7 @@ def test_sigterm_to_one_of_three_workers_and_the_run_goes_on(db_url: str) -> Non
         assert run.counters.pending > 0  # ... and there was work left to carry on with
         stopped_at, still_claimed = worker_state(db_url, leaver.proc.pid)
         assert stopped_at is not None and still_claimed == []  # its hosts passed on at once
+        site.set_delay(0.01)
 
         for proc in procs[:2]:
             assert proc.finish() == 0, proc.stderr
