@@ -125,11 +125,17 @@ def test_three_stalling_urls_on_a_healthy_site_cost_it_no_time(tmp_path: Path) -
             ),
         }
         seconds: dict[str, float] = {}
+        paces: set[str] = set()  # every pace the adaptive crawl stored while it ran
         while len(seconds) < 2:
             for name, proc in procs.items():
                 if name not in seconds and proc.poll() is not None:
                     seconds[name] = time.monotonic() - started
             assert time.monotonic() - started < 120, "the crawls did not finish on their own"
+            # (once the crawl has asked: its store is created and migrated by then)
+            if "on" not in seconds and on.answers:
+                during = host_state(tmp_path / "on.db", on.host)
+                if during is not None and during.pace_reason:
+                    paces.add(during.pace_text() or during.pace_reason)
             time.sleep(0.05)
         for proc in procs.values():
             finished(proc)
@@ -140,7 +146,11 @@ def test_three_stalling_urls_on_a_healthy_site_cost_it_no_time(tmp_path: Path) -
         assert len(asked) == 153 and [asked[f"/t/{t}"] for t in site.troubles] == [3, 3, 3]
     state = host_state(tmp_path / "on.db", on.host)
     assert state is None or not state.pace_reason, state.pace_text() if state else None
-    assert seconds["on"] <= 1.1 * seconds["off"] + 0.5, seconds
+    assert paces == set()  # never slowed, not even for a while
+    # Time: a back-off after the timeouts cost 62 % (benchmarks/README.md, issue 28); two
+    # crawls side by side on a loaded machine differ by up to a fifth on their own (16 %
+    # seen under the whole suite with the CPUs busy elsewhere), so the bar is 30 %.
+    assert seconds["on"] <= 1.3 * seconds["off"] + 0.5, seconds
     # What the operator sees: the three URLs failed on their timeouts, the host unslowed.
     shown = run_in_process(
         "show", "1", settings={"db": str(tmp_path / "on.db")}, env={"COLUMNS": "250"}
